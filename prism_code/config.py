@@ -1,0 +1,18 @@
+"""Settings shared by indexing, retrieval and the CLI."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+DEFAULT_MAX_FILE_BYTES = 1 << 20
+
+
+@dataclass
+class IndexConfig:
+    exclude: list[str] = field(default_factory=list)  # gitignore-style patterns from the user
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    window_lines: int = 20  # RepoCoder windows
+    window_stride: int = 10
+    relation_cutoff: float = 0.05  # node relation strengths below this are dropped
+    related_per_fragment: int = 24  # size of each fragment's sparse related set
+    context_weight: float = 0.3  # w_rel of FragRel Eq. 7 for neighbouring windows

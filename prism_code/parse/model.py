@@ -1,0 +1,60 @@
+"""What a parse of one source file yields: definitions, call sites, imports, blocks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Definition:
+    """A function, method or class. Lines are 1-based and inclusive."""
+
+    name: str
+    qualname: str  # dotted path inside the file: "Parser.parse_args", "outer.inner"
+    kind: str  # "function" | "method" | "class"
+    start_line: int
+    end_line: int
+    start_byte: int
+    end_byte: int
+    signature: str  # header up to the body, whitespace-collapsed: "def f(a, b=1) -> int"
+    doc: str  # docstring, else the comment block right above; "" when none
+    parent: str | None = None  # qualname of the enclosing definition
+
+
+@dataclass(frozen=True)
+class CallSite:
+    """A call expression. `receiver` is the text left of the last '.', '->' or '::'."""
+
+    name: str  # "parse_args" in "self.parser.parse_args(x)"
+    receiver: str | None  # "self.parser"; None for a bare call
+    line: int
+    caller: str | None  # qualname of the innermost enclosing definition; None at top level
+
+
+@dataclass(frozen=True)
+class Import:
+    """One imported module, as written in the source.
+
+    Python `from ..a.b import c as d` -> module "a.b", level 2, names (("c", "d"),).
+    Python `import a.b as x` -> module "a.b", alias "x". JS/TS `import {f} from "./u"` ->
+    module "./u", names (("f", None),). C `#include "x.h"` -> module "x.h".
+    """
+
+    module: str
+    line: int
+    names: tuple[tuple[str, str | None], ...] = ()
+    alias: str | None = None
+    level: int = 0  # Python relative-import dots
+
+
+@dataclass
+class ParsedFile:
+    path: str  # workspace-relative, "/" separated
+    language: str
+    definitions: list[Definition] = field(default_factory=list)
+    calls: list[CallSite] = field(default_factory=list)
+    imports: list[Import] = field(default_factory=list)
+    # top-level statement runs outside any definition, as (start_line, end_line), 1-based inclusive
+    blocks: list[tuple[int, int]] = field(default_factory=list)
+    line_count: int = 0
+    has_errors: bool = False
