@@ -7,7 +7,12 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class Definition:
-    """A function, method or class. Lines are 1-based and inclusive."""
+    """A function, method or class. Lines are 1-based and inclusive.
+
+    A method defined outside its type's body (Go receiver methods, C++ `double A::f()`) gets
+    qualname "A.f" and parent "A", the owner type's name, even when no enclosing definition
+    exists in this file. Rust `impl` blocks are classes named after the implemented type.
+    """
 
     name: str
     qualname: str  # dotted path inside the file: "Parser.parse_args", "outer.inner"
@@ -38,6 +43,7 @@ class Import:
     Python `from ..a.b import c as d` -> module "a.b", level 2, names (("c", "d"),).
     Python `import a.b as x` -> module "a.b", alias "x". JS/TS `import {f} from "./u"` ->
     module "./u", names (("f", None),). C `#include "x.h"` -> module "x.h".
+    Rust `mod geo;` (which loads a file) is recorded as module "self::geo".
     """
 
     module: str

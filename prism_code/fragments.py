@@ -1,0 +1,75 @@
+"""Retrieval units: one fragment per function/method and 20-line windows (RepoCoder).
+
+Each fragment records the graph nodes it overlaps with the number of its lines each
+one owns: the `len` of FragRel Eq. 8.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from prism_code.graph import innermost_nodes, module_node
+from prism_code.parse.model import Definition, ParsedFile
+
+FUNCTION = "function"
+WINDOW = "window"
+
+
+@dataclass(frozen=True)
+class Fragment:
+    path: str
+    kind: str  # FUNCTION | WINDOW
+    start_line: int  # 1-based, inclusive
+    end_line: int
+    qualname: str = ""  # for function fragments
+    position: int = 0  # window index within its file: `loc` of FragRel Eq. 7
+    nodes: tuple[tuple[str, int], ...] = ()  # (graph node, lines of this fragment it owns)
+
+    @property
+    def key(self) -> str:
+        if self.kind == FUNCTION:
+            return f"{self.path}#{self.qualname}"
+        return f"{self.path}@{self.start_line}"
+
+
+def window_spans(line_count: int, size: int, stride: int) -> list[tuple[int, int]]:
+    """Windows of `size` lines every `stride` lines; the last one is clipped to the file."""
+    if line_count <= 0:
+        return []
+    spans = []
+    start = 1
+    while True:
+        end = min(start + size - 1, line_count)
+        spans.append((start, end))
+        if end >= line_count:
+            return spans
+        start += stride
+
+
+def is_function(d: Definition) -> bool:
+    return d.kind in ("function", "method")
+
+
+def file_fragments(pf: ParsedFile, window_lines: int = 20, stride: int = 10) -> list[Fragment]:
+    owners = innermost_nodes(pf)
+    fallback = module_node(pf.path)
+
+    def nodes_of(start: int, end: int) -> tuple[tuple[str, int], ...]:
+        counts = Counter(owners[line] or fallback for line in range(start, min(end, pf.line_count) + 1))
+        return tuple(sorted(counts.items()))
+
+    fragments = [
+        Fragment(pf.path, FUNCTION, d.start_line, d.end_line, qualname=d.qualname,
+                 nodes=nodes_of(d.start_line, d.end_line))
+        for d in pf.definitions if is_function(d)
+    ]
+    fragments += [
+        Fragment(pf.path, WINDOW, start, end, position=i, nodes=nodes_of(start, end))
+        for i, (start, end) in enumerate(window_spans(pf.line_count, window_lines, stride))
+    ]
+    return fragments
+
+
+def fragment_text(lines: list[str], fragment: Fragment) -> str:
+    return "\n".join(lines[fragment.start_line - 1:fragment.end_line])

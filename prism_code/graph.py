@@ -1,0 +1,375 @@
+"""The repository code graph with FragRel edge weights (FragRel App. A).
+
+Nodes are directories, files, each file's syntax root (the module), definitions and
+top-level statement blocks. Every edge remembers which file contributed it, so a
+re-parsed file can withdraw exactly its own edges: that is what keeps incremental
+updates local.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import networkx as nx
+
+from prism_code.parse.model import ParsedFile
+from prism_code.parse.resolve import ModuleResolver
+
+DIRECTORY_WEIGHT = 0.3
+FILE_ROOT_WEIGHT = 1.0
+SYNTAX_WEIGHT = 0.5
+CALL_WEIGHT = 0.8
+IMPORT_WEIGHT = 0.8
+
+# Directory edges belong to no single file: they are owned by this pseudo-file.
+_TREE_OWNER = ""
+# A bare call whose name is defined in more places than this is left unresolved:
+# linking `get` or `run` to every definition of that name would be noise, not structure.
+MAX_GLOBAL_CANDIDATES = 1
+
+
+def dir_node(path: str) -> str:
+    return f"d:{path}"
+
+
+def file_node(path: str) -> str:
+    return f"f:{path}"
+
+
+def module_node(path: str) -> str:
+    return f"m:{path}"
+
+
+def def_node(path: str, qualname: str) -> str:
+    return f"s:{path}#{qualname}"
+
+
+def block_node(path: str, start_line: int) -> str:
+    return f"b:{path}#{start_line}"
+
+
+def _parent_dir(path: str) -> str:
+    return path.rsplit("/", 1)[0] if "/" in path else ""
+
+
+@dataclass(frozen=True)
+class Edge:
+    u: str
+    v: str
+    weight: float
+
+
+class CodeGraph:
+    """Undirected weighted graph; weight of an edge = max over the files that add it."""
+
+    def __init__(self) -> None:
+        self.g = nx.Graph()
+        self.parsed: dict[str, ParsedFile] = {}
+        self._owned: dict[str, list[tuple[str, str]]] = defaultdict(list)
+        self._defs_by_name: dict[str, set[str]] = defaultdict(set)
+        self._resolver: ModuleResolver | None = None
+        self._import_targets: dict[str, set[str]] = {}
+        self.last_relinked: set[str] = set()  # files whose cross-file links the last update redid
+        self.last_appeared: set[str] = set()  # files the last update added
+
+    # ---- building -------------------------------------------------------------
+
+    def update(self, parsed_files: Iterable[ParsedFile], removed: Iterable[str] = ()) -> set[str]:
+        """Add or replace files, drop removed ones; returns the node ids that changed."""
+        incoming = {pf.path: pf for pf in parsed_files}
+        gone = set(removed) | set(incoming)
+        appeared_or_vanished = {p for p in incoming if p not in self.parsed}
+        appeared_or_vanished |= {p for p in removed if p in self.parsed}
+        touched: set[str] = set()
+        stale_names: set[str] = set()
+        for path in gone:
+            old = self.parsed.pop(path, None)
+            if old is None:
+                continue
+            stale_names.update(d.name for d in old.definitions)
+            touched |= self._drop_file(path, old)
+        for path, pf in incoming.items():
+            self.parsed[path] = pf
+            stale_names.update(d.name for d in pf.definitions)
+            touched |= self._add_structure(pf)
+        if appeared_or_vanished:
+            self._resolver = None
+        dependents = set(incoming) | self._dependents(gone, stale_names, appeared_or_vanished)
+        self.last_relinked = {p for p in dependents if p in self.parsed}
+        self.last_appeared = appeared_or_vanished & set(incoming)
+        for path in self.last_relinked:
+            touched |= self._relink(self.parsed[path])
+        return touched
+
+    def _dependents(self, gone: set[str], names: set[str], added_or_removed: set[str]) -> set[str]:
+        """Files whose cross-file links may resolve differently after `gone` changed."""
+        keys = {_module_key(p) for p in added_or_removed}
+        out = set()
+        for path, pf in self.parsed.items():
+            if self._import_targets.get(path, set()) & gone:
+                out.add(path)
+            elif any(c.name in names for c in pf.calls):
+                out.add(path)
+            elif keys and any(keys & _module_words(imp.module) for imp in pf.imports):
+                out.add(path)
+        return out
+
+    def _add_edge(self, owner: str, u: str, v: str, weight: float) -> str | None:
+        if u == v:
+            return None
+        data = self.g.get_edge_data(u, v)
+        if data is None:
+            self.g.add_edge(u, v, owners={owner: weight}, weight=weight)
+        else:
+            data["owners"][owner] = max(weight, data["owners"].get(owner, 0.0))
+            data["weight"] = max(data["owners"].values())
+        self._owned[owner].append((u, v))
+        return u
+
+    def _withdraw(self, owner: str) -> set[str]:
+        """Remove the edges `owner` contributed; returns the nodes they touched."""
+        touched: set[str] = set()
+        for u, v in self._owned.pop(owner, []):
+            data = self.g.get_edge_data(u, v)
+            if data is None or owner not in data["owners"]:
+                continue
+            del data["owners"][owner]
+            touched.update((u, v))
+            if data["owners"]:
+                data["weight"] = max(data["owners"].values())
+            else:
+                self.g.remove_edge(u, v)
+        return touched
+
+    def _add_structure(self, pf: ParsedFile) -> set[str]:
+        path = pf.path
+        fnode, mnode = file_node(path), module_node(path)
+        self.g.add_node(fnode, kind="file", path=path)
+        self.g.add_node(mnode, kind="module", path=path, start_line=1,
+                        end_line=max(pf.line_count, 1))
+        touched = {fnode, mnode} | self._add_directories(path)
+        self._add_edge(path, fnode, mnode, FILE_ROOT_WEIGHT)
+        for d in pf.definitions:
+            node = def_node(path, d.qualname)
+            self.g.add_node(node, kind=d.kind, path=path, name=d.name, qualname=d.qualname,
+                            start_line=d.start_line, end_line=d.end_line)
+            parent = def_node(path, d.parent) if d.parent else mnode
+            self._add_edge(path, parent if parent in self.g else mnode, node, SYNTAX_WEIGHT)
+            self._defs_by_name[d.name].add(node)
+            touched.add(node)
+        for start, end in pf.blocks:
+            node = block_node(path, start)
+            self.g.add_node(node, kind="block", path=path, start_line=start, end_line=end)
+            self._add_edge(path, mnode, node, SYNTAX_WEIGHT)
+            touched.add(node)
+        return touched
+
+    def _add_directories(self, path: str) -> set[str]:
+        touched = set()
+        child, parent = file_node(path), _parent_dir(path)
+        while True:
+            dnode = dir_node(parent)
+            new = dnode not in self.g
+            if new:
+                self.g.add_node(dnode, kind="directory", path=parent)
+            if not self.g.has_edge(dnode, child):
+                self._add_edge(_TREE_OWNER, dnode, child, DIRECTORY_WEIGHT)
+                touched.update((dnode, child))
+            if not new or parent == "":
+                return touched
+            child, parent = dnode, _parent_dir(parent)
+
+    def _drop_file(self, path: str, old: ParsedFile) -> set[str]:
+        touched = self._withdraw(path) | self._withdraw(f"{path}\0links")
+        self._import_targets.pop(path, None)
+        nodes = [file_node(path), module_node(path)]
+        nodes += [def_node(path, d.qualname) for d in old.definitions]
+        nodes += [block_node(path, s) for s, _ in old.blocks]
+        for d in old.definitions:
+            self._defs_by_name[d.name].discard(def_node(path, d.qualname))
+        for node in nodes:
+            if node in self.g:
+                touched.update(self.g.neighbors(node))
+                self.g.remove_node(node)
+        touched.update(nodes)
+        self._prune_directories(_parent_dir(path))
+        return touched
+
+    def _prune_directories(self, directory: str) -> None:
+        while True:
+            dnode = dir_node(directory)
+            if dnode not in self.g or self.g.degree(dnode) > (1 if directory else 0):
+                return
+            self.g.remove_node(dnode)
+            if directory == "":
+                return
+            directory = _parent_dir(directory)
+
+    # ---- cross-file links -----------------------------------------------------
+
+    @property
+    def resolver(self) -> ModuleResolver:
+        if self._resolver is None:
+            self._resolver = ModuleResolver(frozenset(self.parsed))
+        return self._resolver
+
+    def _relink(self, pf: ParsedFile) -> set[str]:
+        owner = f"{pf.path}\0links"
+        touched = self._withdraw(owner)
+        owner_of_line = _line_owners(pf)
+        imported_files: dict[str, list[str]] = {}  # local name -> files it refers to
+        imported_symbols: dict[str, list[str]] = {}  # local name -> definition nodes
+        self._import_targets[pf.path] = all_targets = set()
+        for imp in pf.imports:
+            targets = self.resolver.resolve(imp, pf.path, pf.language)
+            all_targets.update(targets)
+            source = owner_of_line(imp.line)
+            for target in targets:
+                if target == pf.path:
+                    continue
+                linked = False
+                for name, alias in imp.names:
+                    for node in self._top_level_defs(target, name):
+                        touched.add(self._add_edge(owner, source, node, IMPORT_WEIGHT) or source)
+                        touched.add(node)
+                        imported_symbols.setdefault(alias or name, []).append(node)
+                        linked = True
+                if not linked:
+                    self._add_edge(owner, source, file_node(target), IMPORT_WEIGHT)
+                    touched.update((source, file_node(target)))
+                local = imp.alias or (imp.module.split(".")[-1] if not imp.names else None)
+                if local:
+                    imported_files.setdefault(local, []).append(target)
+                for name, alias in imp.names:
+                    imported_files.setdefault(alias or name, []).append(target)
+        for call in pf.calls:
+            targets = self._resolve_call(pf, call.name, call.receiver, call.caller,
+                                         imported_files, imported_symbols)
+            source = owner_of_line(call.line)
+            for node in targets:
+                if self._add_edge(owner, source, node, CALL_WEIGHT):
+                    touched.update((source, node))
+        return touched
+
+    def _top_level_defs(self, path: str, name: str) -> list[str]:
+        node = def_node(path, name)
+        return [node] if node in self.g else []
+
+    def _resolve_call(self, pf: ParsedFile, name: str, receiver: str | None, caller: str | None,
+                      imported_files: dict[str, list[str]],
+                      imported_symbols: dict[str, list[str]]) -> list[str]:
+        candidates = self._defs_by_name.get(name, set())
+        if not candidates:
+            return []
+        if receiver in (None, "self", "this", "cls", "super()") :
+            local = [n for n in candidates if self.g.nodes[n]["path"] == pf.path]
+            if receiver in ("self", "this", "cls") and caller and "." in caller:
+                cls = caller.rsplit(".", 1)[0]
+                in_class = [n for n in local if self.g.nodes[n]["qualname"] == f"{cls}.{name}"]
+                if in_class:
+                    return in_class
+            if local:
+                return sorted(local)
+            if receiver is None and name in imported_symbols:
+                return imported_symbols[name]
+        elif receiver is not None:
+            head = receiver.split(".")[0]
+            files = imported_files.get(receiver) or imported_files.get(head) or []
+            hits = [n for n in candidates if self.g.nodes[n]["path"] in files]
+            if hits:
+                return sorted(hits)
+            symbols = [s for s in imported_symbols.get(head, []) if self.g.nodes[s]["kind"] == "class"]
+            methods = [n for n in candidates
+                       for s in symbols if self.g.nodes[n]["qualname"]
+                       == f"{self.g.nodes[s]['qualname']}.{name}" and self.g.nodes[n]["path"]
+                       == self.g.nodes[s]["path"]]
+            if methods:
+                return methods
+        if len(candidates) <= MAX_GLOBAL_CANDIDATES:
+            return sorted(candidates)
+        return []
+
+    # ---- relation strength ----------------------------------------------------
+
+    def relation_strengths(self, source: str, cutoff: float) -> dict[str, float]:
+        """Max over paths of the product of edge weights, for nodes at or above cutoff."""
+        if source not in self.g:
+            return {}
+        lengths = nx.single_source_dijkstra_path_length(
+            self.g, source, cutoff=-math.log(cutoff), weight=_edge_cost)
+        return {node: math.exp(-d) for node, d in lengths.items()}
+
+    def ball(self, sources: Iterable[str], cutoff: float) -> set[str]:
+        """Every node related to some source with strength >= cutoff."""
+        present = [s for s in sources if s in self.g]
+        if not present:
+            return set()
+        return set(nx.multi_source_dijkstra_path_length(
+            self.g, present, cutoff=-math.log(cutoff), weight=_edge_cost))
+
+    def edges(self) -> list[Edge]:
+        return [Edge(u, v, d["weight"]) for u, v, d in self.g.edges(data=True)]
+
+    @staticmethod
+    def owners_of(paths: Iterable[str], tree_changed: bool) -> set[str]:
+        """Edge owners for these files: their syntax edges, their links, maybe the tree."""
+        owners = {o for p in paths for o in (p, f"{p}\0links")}
+        return owners | {_TREE_OWNER} if tree_changed else owners
+
+    def edges_of(self, owners: Iterable[str]) -> list[tuple[str, str, str, float]]:
+        """(owner, u, v, weight) for what each owner contributed: the persisted edge rows."""
+        rows = []
+        for owner in owners:
+            for u, v in dict.fromkeys(self._owned.get(owner, [])):
+                data = self.g.get_edge_data(u, v)
+                if data is not None and owner in data["owners"]:
+                    rows.append((owner, u, v, data["owners"][owner]))
+        return rows
+
+
+def _module_key(path: str) -> str:
+    """The word an import would use for this file: its stem, or its folder for index files."""
+    parts = path.rsplit("/", 2)
+    stem = parts[-1].split(".")[0]
+    if stem in ("__init__", "index", "mod") and len(parts) > 1:
+        return parts[-2]
+    return stem
+
+
+def _module_words(module: str) -> set[str]:
+    return set(re.split(r"[./:\\\-<>]+", module)) - {""}
+
+
+def _edge_cost(u: str, v: str, data: dict) -> float:
+    # Dijkstra minimises sums; -log turns the paper's max-product into that.
+    return -math.log(data["weight"])
+
+
+def _line_owners(pf: ParsedFile):
+    """A function mapping a line to its innermost definition or block node."""
+    table = innermost_nodes(pf)
+    mnode = module_node(pf.path)
+
+    def owner(line: int) -> str:
+        return table[line] if 0 < line < len(table) and table[line] else mnode
+    return owner
+
+
+def innermost_nodes(pf: ParsedFile) -> list[str | None]:
+    """Index = 1-based line; value = the innermost definition/block node covering it."""
+    table: list[str | None] = [None] * (max(pf.line_count, 1) + 1)
+    for start, end in pf.blocks:
+        node = block_node(pf.path, start)
+        for line in range(max(start, 1), min(end, pf.line_count) + 1):
+            table[line] = node
+    # Outer definitions start first in source order; writing them in order of span
+    # length (longest first) leaves each line owned by its innermost definition.
+    for d in sorted(pf.definitions, key=lambda d: d.start_line - d.end_line):
+        node = def_node(pf.path, d.qualname)
+        for line in range(max(d.start_line, 1), min(d.end_line, pf.line_count) + 1):
+            table[line] = node
+    return table

@@ -1,0 +1,209 @@
+"""A workspace's index: scan, parse, graph, fragments and relations, kept in step on disk.
+
+`RepoIndex.update()` looks only at files whose stat changed, re-parses those whose
+content changed, and recomputes relations only for fragments near the change (every
+node pair whose best path crosses a changed node lies within the relation cutoff of it).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from prism_code.cancel import Cancelled
+from prism_code.config import IndexConfig
+from prism_code.fragments import FUNCTION, WINDOW, Fragment, file_fragments, fragment_text
+from prism_code.graph import CodeGraph
+from prism_code.parse import language_for_path, parse_source
+from prism_code.parse.model import Definition, ParsedFile
+from prism_code.relations import relation_rows
+from prism_code.store import Store, workspace_db_path
+from prism_code.workspace import (FileState, LoadedFile, content_hash, diff_scan,
+                                  resolve_workspace, scan)
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[str, int, int], None]  # (stage, done, total)
+
+# When more than this share of fragments is affected, one full pass is cheaper.
+_FULL_RECOMPUTE_SHARE = 0.5
+
+
+@dataclass
+class IndexSummary:
+    files: int = 0
+    added: int = 0
+    changed: int = 0
+    removed: int = 0
+    skipped: int = 0
+    parse_errors: int = 0
+    functions: int = 0
+    fragments: int = 0
+    relations_recomputed: int = 0
+    lines: int = 0
+    seconds: float = 0.0
+    skipped_reasons: list[tuple[str, str]] = field(default_factory=list)
+
+    def line(self) -> str:
+        return (f"{self.files} files ({self.added} added, {self.changed} changed, "
+                f"{self.removed} removed, {self.skipped} skipped), {self.lines} lines, "
+                f"{self.functions} functions, {self.fragments} fragments in {self.seconds:.2f} s")
+
+
+def _decode(data: bytes) -> str:
+    # Invalid UTF-8 must not stop indexing: keep what decodes, mark the rest.
+    return data.decode("utf-8", errors="replace").replace("\r\n", "\n")
+
+
+class RepoIndex:
+    def __init__(self, root: Path | str, config: IndexConfig | None = None,
+                 cache_dir: Path | None = None) -> None:
+        self.root = resolve_workspace(root)
+        self.config = config or IndexConfig()
+        self.store = Store(workspace_db_path(self.root, cache_dir))
+        self.graph = CodeGraph()
+        self.lines: dict[str, list[str]] = {}
+        self.fragments: dict[str, Fragment] = {}
+        self.related: dict[str, list[tuple[str, float]]] = {}
+        self.generation = 0  # bumped on every change so derived caches know to rebuild
+        self._load()
+
+    def close(self) -> None:
+        self.store.close()
+
+    # ---- loading --------------------------------------------------------------------
+
+    def _load(self) -> None:
+        parsed = []
+        for path, text, pf in self.store.load_files():
+            self.lines[path] = text.split("\n")
+            parsed.append(pf)
+        self.graph.update(parsed)
+        self.fragments = {f.key: f for f in self.store.load_fragments()}
+        self.related = self.store.load_relations()
+
+    # ---- queries ----------------------------------------------------------------------
+
+    def definition(self, path: str, qualname: str) -> Definition | None:
+        pf = self.graph.parsed.get(path)
+        if pf is None:
+            return None
+        return next((d for d in pf.definitions if d.qualname == qualname), None)
+
+    def functions(self) -> list[Fragment]:
+        return sorted((f for f in self.fragments.values() if f.kind == FUNCTION), key=lambda f: f.key)
+
+    def windows(self) -> list[Fragment]:
+        return sorted((f for f in self.fragments.values() if f.kind == WINDOW), key=lambda f: f.key)
+
+    def text(self, fragment: Fragment) -> str:
+        return fragment_text(self.lines.get(fragment.path, []), fragment)
+
+    def fragments_at(self, path: str, line: int) -> list[Fragment]:
+        return sorted((f for f in self.fragments.values()
+                       if f.path == path and f.start_line <= line <= f.end_line),
+                      key=lambda f: (f.kind, f.start_line))
+
+    # ---- updating ---------------------------------------------------------------------
+
+    def update(self, progress: Progress | None = None,
+               cancelled: Callable[[], bool] | None = None) -> IndexSummary:
+        started = time.perf_counter()
+        report = progress or (lambda stage, done, total: None)
+        summary = IndexSummary()
+        result = scan(self.root, self.config.exclude, self.config.max_file_bytes,
+                      is_source=lambda p: language_for_path(p) is not None)
+        summary.skipped = len(result.skipped)
+        summary.skipped_reasons = [(s.path, s.reason) for s in result.skipped]
+        diff = diff_scan(self.store.file_states(), result.files, self.root)
+        loaded = diff.added + diff.changed
+        parsed: list[tuple[LoadedFile, str, ParsedFile]] = []
+        for i, item in enumerate(loaded):
+            if cancelled and cancelled():
+                raise Cancelled("indexing cancelled; the index is unchanged")
+            report("parse", i, len(loaded))
+            text = _decode(item.data)
+            pf = parse_source(item.path, text.encode("utf-8"))
+            if pf is None:
+                continue
+            summary.parse_errors += pf.has_errors
+            parsed.append((item, text, pf))
+        report("parse", len(loaded), len(loaded))
+        summary.added, summary.changed, summary.removed = len(diff.added), len(diff.changed), len(diff.removed)
+        if parsed or diff.removed:
+            summary.relations_recomputed = self._apply(parsed, diff.removed, report)
+        if diff.touched:
+            with self.store.transaction():
+                for path, state in diff.touched.items():
+                    self.store.touch_file(path, state)
+        summary.files = len(self.lines)
+        summary.lines = sum(len(v) for v in self.lines.values())
+        summary.functions = sum(1 for f in self.fragments.values() if f.kind == FUNCTION)
+        summary.fragments = len(self.fragments)
+        summary.seconds = time.perf_counter() - started
+        return summary
+
+    def _apply(self, parsed: list[tuple[LoadedFile, str, ParsedFile]], removed: list[str],
+               report: Progress) -> int:
+        changed_paths = {item.path for item, _, _ in parsed} | set(removed)
+        old_fragments = [f for f in self.fragments.values() if f.path in changed_paths]
+        old_nodes = {node for f in old_fragments for node, _ in f.nodes}
+        near_old = self.graph.ball(old_nodes, self.config.relation_cutoff)
+        report("graph", 0, 1)
+        touched = self.graph.update([pf for _, _, pf in parsed], removed)
+        near_new = self.graph.ball(touched, self.config.relation_cutoff)
+        affected_nodes = near_old | near_new | touched
+        for path in removed:
+            self.lines.pop(path, None)
+        new_fragments: list[Fragment] = []
+        for _, text, pf in parsed:
+            self.lines[pf.path] = text.split("\n")
+            new_fragments += file_fragments(pf, self.config.window_lines, self.config.window_stride)
+        old_keys = {f.key for f in old_fragments}
+        for key in old_keys:
+            self.fragments.pop(key, None)
+            self.related.pop(key, None)
+        for fragment in new_fragments:
+            self.fragments[fragment.key] = fragment
+        report("graph", 1, 1)
+        recomputed = self._recompute_relations(affected_nodes, report)
+        dropped = old_keys - set(self.fragments)
+        with self.store.transaction():
+            for path in removed:
+                self.store.delete_file(path)
+            for item, text, pf in parsed:
+                self.store.delete_file(pf.path)
+                self.store.put_file(pf.path, item.state, text, pf, self._definition_hashes(pf))
+            self.store.put_fragments(new_fragments)
+            self.store.put_relations({k: self.related[k] for k in recomputed}, dropped)
+            owners = self.graph.owners_of(changed_paths | self.graph.last_relinked,
+                                          tree_changed=bool(removed or self.graph.last_appeared))
+            self.store.replace_edges(owners, self.graph.edges_of(owners))
+        self.generation += 1
+        return len(recomputed)
+
+    def _definition_hashes(self, pf: ParsedFile) -> dict[str, str]:
+        lines = self.lines[pf.path]
+        return {d.qualname: content_hash("\n".join(lines[d.start_line - 1:d.end_line]).encode())
+                for d in pf.definitions}
+
+    def _recompute_relations(self, affected_nodes: set[str], report: Progress) -> set[str]:
+        recomputed: set[str] = set()
+        for kind in (FUNCTION, WINDOW):
+            corpus = sorted((f for f in self.fragments.values() if f.kind == kind), key=lambda f: f.key)
+            rows = [i for i, f in enumerate(corpus)
+                    if f.key not in self.related or any(n in affected_nodes for n, _ in f.nodes)]
+            if len(rows) > _FULL_RECOMPUTE_SHARE * len(corpus):
+                rows = list(range(len(corpus)))
+            report(f"relations ({kind}s)", 0, len(rows))
+            related = relation_rows(self.graph, corpus, rows, self.config.relation_cutoff,
+                                    self.config.related_per_fragment, self.config.context_weight)
+            for i, pairs in related.items():
+                key = corpus[i].key
+                self.related[key] = [(corpus[j].key, w) for j, w in pairs]
+                recomputed.add(key)
+            report(f"relations ({kind}s)", len(rows), len(rows))
+        return recomputed

@@ -1,0 +1,77 @@
+"""File extension -> language name, and lazily loaded tree-sitter grammars and parsers."""
+
+from __future__ import annotations
+
+import importlib
+import posixpath
+import threading
+from functools import cache
+
+import tree_sitter
+
+EXTENSION_LANGUAGES: dict[str, str] = {
+    ".py": "python",
+    ".pyi": "python",
+    ".js": "javascript",
+    ".mjs": "javascript",
+    ".cjs": "javascript",
+    ".jsx": "javascript",
+    ".ts": "typescript",
+    ".mts": "typescript",
+    ".cts": "typescript",
+    ".tsx": "tsx",
+    ".java": "java",
+    ".go": "go",
+    ".rs": "rust",
+    ".c": "c",
+    ".h": "c",
+    ".cc": "cpp",
+    ".cpp": "cpp",
+    ".cxx": "cpp",
+    ".hpp": "cpp",
+    ".hh": "cpp",
+    ".hxx": "cpp",
+}
+
+# language -> (grammar module, function returning the grammar pointer)
+_GRAMMARS: dict[str, tuple[str, str]] = {
+    "python": ("tree_sitter_python", "language"),
+    "javascript": ("tree_sitter_javascript", "language"),
+    "typescript": ("tree_sitter_typescript", "language_typescript"),
+    "tsx": ("tree_sitter_typescript", "language_tsx"),
+    "java": ("tree_sitter_java", "language"),
+    "go": ("tree_sitter_go", "language"),
+    "rust": ("tree_sitter_rust", "language"),
+    "c": ("tree_sitter_c", "language"),
+    "cpp": ("tree_sitter_cpp", "language"),
+}
+
+LANGUAGES: frozenset[str] = frozenset(_GRAMMARS)
+
+
+def language_for_path(path: str) -> str | None:
+    """The language of a file judged by its extension, None when unsupported."""
+    return EXTENSION_LANGUAGES.get(posixpath.splitext(path)[1].lower())
+
+
+@cache
+def grammar(language: str) -> tree_sitter.Language:
+    """The tree-sitter grammar; imported on first use so unused grammars cost nothing."""
+    module_name, function_name = _GRAMMARS[language]
+    module = importlib.import_module(module_name)
+    return tree_sitter.Language(getattr(module, function_name)())
+
+
+# A tree_sitter.Parser must not be shared between threads.
+_thread_parsers = threading.local()
+
+
+def parser(language: str) -> tree_sitter.Parser:
+    """This thread's parser for `language`."""
+    parsers: dict[str, tree_sitter.Parser] | None = getattr(_thread_parsers, "by_language", None)
+    if parsers is None:
+        parsers = _thread_parsers.by_language = {}
+    found = parsers.get(language)
+    if found is None:
+        found = parsers[language] = tree_sitter.Parser(grammar(language))
+    return found
