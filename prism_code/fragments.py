@@ -56,8 +56,10 @@ def file_fragments(pf: ParsedFile, window_lines: int = 20, stride: int = 10) -> 
     fallback = module_node(pf.path)
 
     def nodes_of(start: int, end: int) -> tuple[tuple[str, int], ...]:
-        counts = Counter(owners[line] or fallback for line in range(start, min(end, pf.line_count) + 1))
-        return tuple(sorted(counts.items()))
+        # Blank and comment lines between definitions belong to no node; counting them
+        # for the module would relate every window to every file of its directory.
+        counts = Counter(node for node in owners[start:min(end, pf.line_count) + 1] if node)
+        return tuple(sorted(counts.items())) or ((fallback, end - start + 1),)
 
     fragments = [
         Fragment(pf.path, FUNCTION, d.start_line, d.end_line, qualname=d.qualname,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -27,6 +27,12 @@ IMPORT_WEIGHT = 0.8
 
 # Directory edges belong to no single file: they are owned by this pseudo-file.
 _TREE_OWNER = ""
+# Owner suffix of a file's call and import links (its syntax edges are owned by the path).
+_LINKS = "\0links"
+# A node with more call/import links than this (a utility every module imports, an
+# import block naming ten modules) may end a path but not carry one: through it,
+# everything would be related to everything, which says nothing and costs quadratically.
+HUB_LINKS = 8
 # A bare call whose name is defined in more places than this is left unresolved:
 # linking `get` or `run` to every definition of that name would be noise, not structure.
 MAX_GLOBAL_CANDIDATES = 1
@@ -70,6 +76,8 @@ class CodeGraph:
         self.g = nx.Graph()
         self.parsed: dict[str, ParsedFile] = {}
         self._owned: dict[str, list[tuple[str, str]]] = defaultdict(list)
+        # How many call/import links end at each node; see is_hub().
+        self.link_degree: Counter[str] = Counter()
         self._defs_by_name: dict[str, set[str]] = defaultdict(set)
         self._resolver: ModuleResolver | None = None
         self._import_targets: dict[str, set[str]] = {}
@@ -84,26 +92,41 @@ class CodeGraph:
         gone = set(removed) | set(incoming)
         appeared_or_vanished = {p for p in incoming if p not in self.parsed}
         appeared_or_vanished |= {p for p in removed if p in self.parsed}
-        touched: set[str] = set()
-        stale_names: set[str] = set()
+        stale_names = {d.name for p in gone if p in self.parsed for d in self.parsed[p].definitions}
+        stale_names |= {d.name for pf in incoming.values() for d in pf.definitions}
+        dependents = set(incoming) | self._dependents(gone, stale_names, appeared_or_vanished)
+        links_before = {p: set(self.edges_of([p + _LINKS])) for p in dependents}
+        nodes_before = {n for p in gone if p in self.parsed for n in _file_nodes(self.parsed[p])}
+        edges_before = self._incident(nodes_before)
         for path in gone:
             old = self.parsed.pop(path, None)
-            if old is None:
-                continue
-            stale_names.update(d.name for d in old.definitions)
-            touched |= self._drop_file(path, old)
+            if old is not None:
+                self._drop_file(path, old)
         for path, pf in incoming.items():
             self.parsed[path] = pf
-            stale_names.update(d.name for d in pf.definitions)
-            touched |= self._add_structure(pf)
+            self._add_structure(pf)
         if appeared_or_vanished:
             self._resolver = None
-        dependents = set(incoming) | self._dependents(gone, stale_names, appeared_or_vanished)
         self.last_relinked = {p for p in dependents if p in self.parsed}
         self.last_appeared = appeared_or_vanished & set(incoming)
+        touched: set[str] = set()
         for path in self.last_relinked:
-            touched |= self._relink(self.parsed[path])
-        return touched
+            owner = path + _LINKS
+            self._withdraw(owner)
+            self._link(self.parsed[path], owner)
+            changed = links_before[path] ^ set(self.edges_of([owner]))
+            touched |= {n for _, u, v, _ in changed for n in (u, v)}
+        # Only what really differs counts as changed: a re-parsed file whose definitions and
+        # links came back identical must not make its whole neighbourhood look new.
+        nodes_after = {n for pf in incoming.values() for n in _file_nodes(pf)}
+        changed_edges = edges_before ^ self._incident(nodes_after)
+        touched |= nodes_before ^ nodes_after
+        touched |= {n for u, v, _ in changed_edges for n in (u, v)}
+        return {n for n in touched if n in self.g} | (nodes_before - nodes_after)
+
+    def _incident(self, nodes: set[str]) -> set[tuple[str, str, float]]:
+        return {(min(u, v), max(u, v), d["weight"])
+                for u, v, d in self.g.edges(nodes & self.g.nodes, data=True)}
 
     def _dependents(self, gone: set[str], names: set[str], added_or_removed: set[str]) -> set[str]:
         """Files whose cross-file links may resolve differently after `gone` changed."""
@@ -123,10 +146,13 @@ class CodeGraph:
             return None
         data = self.g.get_edge_data(u, v)
         if data is None:
-            self.g.add_edge(u, v, owners={owner: weight}, weight=weight)
-        else:
-            data["owners"][owner] = max(weight, data["owners"].get(owner, 0.0))
-            data["weight"] = max(data["owners"].values())
+            self.g.add_edge(u, v, owners={}, weight=weight)
+            data = self.g[u][v]
+        if owner not in data["owners"] and owner.endswith(_LINKS):
+            self.link_degree[u] += 1
+            self.link_degree[v] += 1
+        data["owners"][owner] = max(weight, data["owners"].get(owner, 0.0))
+        data["weight"] = max(data["owners"].values())
         self._owned[owner].append((u, v))
         return u
 
@@ -138,6 +164,9 @@ class CodeGraph:
             if data is None or owner not in data["owners"]:
                 continue
             del data["owners"][owner]
+            if owner.endswith(_LINKS):
+                self.link_degree[u] -= 1
+                self.link_degree[v] -= 1
             touched.update((u, v))
             if data["owners"]:
                 data["weight"] = max(data["owners"].values())
@@ -183,21 +212,22 @@ class CodeGraph:
                 return touched
             child, parent = dnode, _parent_dir(parent)
 
-    def _drop_file(self, path: str, old: ParsedFile) -> set[str]:
-        touched = self._withdraw(path) | self._withdraw(f"{path}\0links")
+    def _drop_file(self, path: str, old: ParsedFile) -> None:
+        self._withdraw(path)
+        self._withdraw(f"{path}{_LINKS}")
         self._import_targets.pop(path, None)
-        nodes = [file_node(path), module_node(path)]
-        nodes += [def_node(path, d.qualname) for d in old.definitions]
-        nodes += [block_node(path, s) for s, _ in old.blocks]
+        nodes = [n for n in _file_nodes(old) if n in self.g]
         for d in old.definitions:
             self._defs_by_name[d.name].discard(def_node(path, d.qualname))
+        # Links from other files into these nodes vanish with them: keep the counts true.
+        for u, v, data in self.g.edges(nodes, data=True):
+            links = sum(owner.endswith(_LINKS) for owner in data["owners"])
+            self.link_degree[u] -= links
+            self.link_degree[v] -= links
+        self.g.remove_nodes_from(nodes)
         for node in nodes:
-            if node in self.g:
-                touched.update(self.g.neighbors(node))
-                self.g.remove_node(node)
-        touched.update(nodes)
+            self.link_degree.pop(node, None)
         self._prune_directories(_parent_dir(path))
-        return touched
 
     def _prune_directories(self, directory: str) -> None:
         while True:
@@ -217,9 +247,7 @@ class CodeGraph:
             self._resolver = ModuleResolver(frozenset(self.parsed))
         return self._resolver
 
-    def _relink(self, pf: ParsedFile) -> set[str]:
-        owner = f"{pf.path}\0links"
-        touched = self._withdraw(owner)
+    def _link(self, pf: ParsedFile, owner: str) -> None:
         owner_of_line = _line_owners(pf)
         imported_files: dict[str, list[str]] = {}  # local name -> files it refers to
         imported_symbols: dict[str, list[str]] = {}  # local name -> definition nodes
@@ -234,13 +262,11 @@ class CodeGraph:
                 linked = False
                 for name, alias in imp.names:
                     for node in self._top_level_defs(target, name):
-                        touched.add(self._add_edge(owner, source, node, IMPORT_WEIGHT) or source)
-                        touched.add(node)
+                        self._add_edge(owner, source, node, IMPORT_WEIGHT)
                         imported_symbols.setdefault(alias or name, []).append(node)
                         linked = True
                 if not linked:
                     self._add_edge(owner, source, file_node(target), IMPORT_WEIGHT)
-                    touched.update((source, file_node(target)))
                 local = imp.alias or (imp.module.split(".")[-1] if not imp.names else None)
                 if local:
                     imported_files.setdefault(local, []).append(target)
@@ -251,9 +277,7 @@ class CodeGraph:
                                          imported_files, imported_symbols)
             source = owner_of_line(call.line)
             for node in targets:
-                if self._add_edge(owner, source, node, CALL_WEIGHT):
-                    touched.update((source, node))
-        return touched
+                self._add_edge(owner, source, node, CALL_WEIGHT)
 
     def _top_level_defs(self, path: str, name: str) -> list[str]:
         node = def_node(path, name)
@@ -295,21 +319,32 @@ class CodeGraph:
 
     # ---- relation strength ----------------------------------------------------
 
+    def is_hub(self, node: str) -> bool:
+        return self.link_degree.get(node, 0) > HUB_LINKS
+
+    def _path_cost(self, sources: set[str]):
+        """Dijkstra edge cost: -log w turns max-product into min-sum; hubs end paths."""
+        def cost(u: str, v: str, data: dict) -> float | None:
+            if u not in sources and self.is_hub(u):
+                return None
+            return -math.log(data["weight"])
+        return cost
+
     def relation_strengths(self, source: str, cutoff: float) -> dict[str, float]:
         """Max over paths of the product of edge weights, for nodes at or above cutoff."""
         if source not in self.g:
             return {}
         lengths = nx.single_source_dijkstra_path_length(
-            self.g, source, cutoff=-math.log(cutoff), weight=_edge_cost)
+            self.g, source, cutoff=-math.log(cutoff), weight=self._path_cost({source}))
         return {node: math.exp(-d) for node, d in lengths.items()}
 
     def ball(self, sources: Iterable[str], cutoff: float) -> set[str]:
         """Every node related to some source with strength >= cutoff."""
-        present = [s for s in sources if s in self.g]
+        present = {s for s in sources if s in self.g}
         if not present:
             return set()
         return set(nx.multi_source_dijkstra_path_length(
-            self.g, present, cutoff=-math.log(cutoff), weight=_edge_cost))
+            self.g, present, cutoff=-math.log(cutoff), weight=self._path_cost(present)))
 
     def edges(self) -> list[Edge]:
         return [Edge(u, v, d["weight"]) for u, v, d in self.g.edges(data=True)]
@@ -317,7 +352,7 @@ class CodeGraph:
     @staticmethod
     def owners_of(paths: Iterable[str], tree_changed: bool) -> set[str]:
         """Edge owners for these files: their syntax edges, their links, maybe the tree."""
-        owners = {o for p in paths for o in (p, f"{p}\0links")}
+        owners = {o for p in paths for o in (p, f"{p}{_LINKS}")}
         return owners | {_TREE_OWNER} if tree_changed else owners
 
     def edges_of(self, owners: Iterable[str]) -> list[tuple[str, str, str, float]]:
@@ -344,11 +379,6 @@ def _module_words(module: str) -> set[str]:
     return set(re.split(r"[./:\\\-<>]+", module)) - {""}
 
 
-def _edge_cost(u: str, v: str, data: dict) -> float:
-    # Dijkstra minimises sums; -log turns the paper's max-product into that.
-    return -math.log(data["weight"])
-
-
 def _line_owners(pf: ParsedFile):
     """A function mapping a line to its innermost definition or block node."""
     table = innermost_nodes(pf)
@@ -357,6 +387,12 @@ def _line_owners(pf: ParsedFile):
     def owner(line: int) -> str:
         return table[line] if 0 < line < len(table) and table[line] else mnode
     return owner
+
+
+def _file_nodes(pf: ParsedFile) -> list[str]:
+    nodes = [file_node(pf.path), module_node(pf.path)]
+    nodes += [def_node(pf.path, d.qualname) for d in pf.definitions]
+    return nodes + [block_node(pf.path, start) for start, _ in pf.blocks]
 
 
 def innermost_nodes(pf: ParsedFile) -> list[str | None]:

@@ -19,7 +19,7 @@ from prism_code.fragments import FUNCTION, WINDOW, Fragment, file_fragments, fra
 from prism_code.graph import CodeGraph
 from prism_code.parse import language_for_path, parse_source
 from prism_code.parse.model import Definition, ParsedFile
-from prism_code.relations import relation_rows
+from prism_code.relations import StrengthTable, relation_rows
 from prism_code.store import Store, workspace_db_path
 from prism_code.workspace import (FileState, LoadedFile, content_hash, diff_scan,
                                   resolve_workspace, scan)
@@ -150,12 +150,14 @@ class RepoIndex:
                report: Progress) -> int:
         changed_paths = {item.path for item, _, _ in parsed} | set(removed)
         old_fragments = [f for f in self.fragments.values() if f.path in changed_paths]
-        old_nodes = {node for f in old_fragments for node, _ in f.nodes}
-        near_old = self.graph.ball(old_nodes, self.config.relation_cutoff)
+        # A large update recomputes every relation anyway: skip the neighbourhood search.
+        everything = len(changed_paths) > _FULL_RECOMPUTE_SHARE * max(len(self.lines), 1)
+        near_old = set() if everything else self.graph.ball(
+            {node for f in old_fragments for node, _ in f.nodes}, self.config.relation_cutoff)
         report("graph", 0, 1)
         touched = self.graph.update([pf for _, _, pf in parsed], removed)
-        near_new = self.graph.ball(touched, self.config.relation_cutoff)
-        affected_nodes = near_old | near_new | touched
+        near_new = set() if everything else self.graph.ball(touched, self.config.relation_cutoff)
+        affected_nodes = None if everything else near_old | near_new | touched
         for path in removed:
             self.lines.pop(path, None)
         new_fragments: list[Fragment] = []
@@ -190,17 +192,20 @@ class RepoIndex:
         return {d.qualname: content_hash("\n".join(lines[d.start_line - 1:d.end_line]).encode())
                 for d in pf.definitions}
 
-    def _recompute_relations(self, affected_nodes: set[str], report: Progress) -> set[str]:
+    def _recompute_relations(self, affected_nodes: set[str] | None, report: Progress) -> set[str]:
+        """Recompute the related sets near affected nodes (None: all of them)."""
         recomputed: set[str] = set()
+        table = StrengthTable(self.graph, self.config.relation_cutoff)
         for kind in (FUNCTION, WINDOW):
             corpus = sorted((f for f in self.fragments.values() if f.kind == kind), key=lambda f: f.key)
             rows = [i for i, f in enumerate(corpus)
-                    if f.key not in self.related or any(n in affected_nodes for n, _ in f.nodes)]
+                    if affected_nodes is None or f.key not in self.related
+                    or any(n in affected_nodes for n, _ in f.nodes)]
             if len(rows) > _FULL_RECOMPUTE_SHARE * len(corpus):
                 rows = list(range(len(corpus)))
             report(f"relations ({kind}s)", 0, len(rows))
-            related = relation_rows(self.graph, corpus, rows, self.config.relation_cutoff,
-                                    self.config.related_per_fragment, self.config.context_weight)
+            related = relation_rows(table, corpus, rows, self.config.related_per_fragment,
+                                    self.config.context_weight)
             for i, pairs in related.items():
                 key = corpus[i].key
                 self.related[key] = [(corpus[j].key, w) for j, w in pairs]

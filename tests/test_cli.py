@@ -1,0 +1,95 @@
+"""The `prism-code` command line, end to end, as a user runs it."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def run(*args: str, cache: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PRISM_CODE_CACHE_DIR": str(cache)}
+    return subprocess.run([sys.executable, "-m", "prism_code.cli", *args], capture_output=True,
+                          text=True, env=env, timeout=300)
+
+
+@pytest.fixture()
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "multilang"
+    shutil.copytree(FIXTURES / "multilang", root)
+    return root
+
+
+def test_index_then_find_with_embeddings(repo, tmp_path):
+    before = sorted(p for p in repo.rglob("*"))
+    out = run("index", str(repo), "--json", cache=tmp_path / "cache")
+    assert out.returncode == 0, out.stderr
+    summary = json.loads(out.stdout)
+    assert summary["files"] >= 15 and summary["functions"] >= 30
+    assert summary["embedded"] == 2 * summary["functions"]  # source and card per function
+    assert sorted(p for p in repo.rglob("*")) == before  # the index lives outside the repository
+    assert list((tmp_path / "cache").rglob("index.sqlite"))
+
+    out = run("find", str(repo), "compute the area of a shape", "--top", "3", "--json",
+              cache=tmp_path / "cache")
+    assert out.returncode == 0, out.stderr
+    results = json.loads(out.stdout)
+    assert len(results) == 3
+    assert set(results[0]) == {"name", "qualname", "path", "start_line", "end_line", "score", "reason"}
+    assert (results[0]["qualname"], results[0]["path"], results[0]["start_line"]) == \
+        ("Shape.area", "cpp/shape.cpp", 7)
+    assert results[0]["score"] >= results[1]["score"] >= results[2]["score"]
+    assert "area" in results[0]["reason"]
+
+    again = run("index", str(repo), "--json", cache=tmp_path / "cache")
+    assert json.loads(again.stdout)["embedded"] == 0  # cached per content hash
+
+
+def test_find_answers_lexically_before_embeddings(repo, tmp_path):
+    run("index", str(repo), "--no-embeddings", cache=tmp_path / "cache")
+    out = run("find", str(repo), "add an item to the cart", "--json", cache=tmp_path / "cache")
+    assert out.returncode == 0
+    assert "lexical ranking only" in out.stderr
+    names = [r["qualname"] for r in json.loads(out.stdout)[:3]]
+    assert "Cart.add" in names
+
+
+def test_find_follows_edits_without_reindex(repo, tmp_path):
+    run("index", str(repo), "--no-embeddings", cache=tmp_path / "cache")
+    (repo / "pkg" / "tax.py").write_text(
+        "def apply_sales_tax(amount, rate):\n    \"\"\"Add sales tax to an amount.\"\"\"\n"
+        "    return amount * (1 + rate)\n")
+    out = run("find", str(repo), "add sales tax to an amount", "--json", cache=tmp_path / "cache")
+    assert json.loads(out.stdout)[0]["qualname"] == "apply_sales_tax"
+
+
+def test_related_shows_fragrel_strengths(tmp_path):
+    repo = tmp_path / "pyrepo"
+    shutil.copytree(FIXTURES / "pyrepo", repo)
+    out = run("related", str(repo), "pkg/a.py", "5", "--json", cache=tmp_path / "cache")
+    assert out.returncode == 0, out.stderr
+    report = {entry["fragment"]: entry for entry in json.loads(out.stdout)}
+    caller = report["pkg/a.py#caller"]
+    strengths = {r["fragment"]: r["strength"] for r in caller["related"]}
+    assert strengths["pkg/b.py#helper"] == pytest.approx(0.8)
+    assert strengths["pkg/b.py#unrelated"] == pytest.approx(0.2)
+    assert "pkg/a.py@1" in report  # the window around line 5 is reported too
+
+
+def test_clear_errors(tmp_path):
+    (tmp_path / "file.txt").write_text("x")
+    out = run("index", str(tmp_path / "file.txt"), cache=tmp_path / "cache")
+    assert out.returncode == 2
+    assert "not a directory" in out.stderr and "Traceback" not in out.stderr
+    out = run("find", str(tmp_path / "nowhere"), "x", cache=tmp_path / "cache")
+    assert out.returncode == 2 and "does not exist" in out.stderr
+    (tmp_path / "repo").mkdir()
+    out = run("find", str(tmp_path / "repo"), "   ", cache=tmp_path / "cache")
+    assert out.returncode == 2 and "empty" in out.stderr
+    out = run("related", str(tmp_path / "repo"), "a.py", "3", cache=tmp_path / "cache")
+    assert out.returncode == 2 and "no indexed fragment" in out.stderr

@@ -1,0 +1,38 @@
+import numpy as np
+import pytest
+
+from prism_code.retrieval.fusion import FUSION_WEIGHTS, fuse, zscore
+
+
+def test_zscore_standardises():
+    z = zscore(np.array([1.0, 2.0, 3.0, 6.0]))
+    assert z.dtype == np.float32
+    assert abs(float(z.mean())) < 1e-6 and abs(float(z.std()) - 1.0) < 1e-6
+
+
+def test_zscore_constant_and_empty_are_zeros_without_nan():
+    with np.errstate(all="raise"):
+        assert zscore(np.full(5, 3.7, dtype=np.float32)).tolist() == [0.0] * 5
+        assert zscore(np.zeros(0)).shape == (0,)
+        assert zscore(np.array([42.0])).tolist() == [0.0]
+
+
+def test_fuse_is_weighted_sum_of_zscores():
+    a = np.array([10.0, 0.0, 5.0])
+    b = np.array([0.1, 0.9, 0.5], dtype=np.float32)
+    got = fuse([(a, 1.0), (b, 2.0)])
+    np.testing.assert_allclose(got, zscore(a) + 2.0 * zscore(b), rtol=1e-6)
+    # scale of a component does not matter, only its shape
+    np.testing.assert_allclose(fuse([(a * 1000, 1.0)]), zscore(a), rtol=1e-6)
+
+
+def test_fuse_edge_cases():
+    assert fuse([]).shape == (0,)
+    assert fuse([(np.zeros(0), 1.0), (np.zeros(0), 1.0)]).shape == (0,)
+    assert fuse([(np.ones(3), 1.0)]).tolist() == [0.0, 0.0, 0.0]
+    with pytest.raises(ValueError):
+        fuse([(np.ones(3), 1.0), (np.ones(2), 1.0)])
+
+
+def test_weights_are_fixed_and_equal():
+    assert FUSION_WEIGHTS == {"bm25": 1.0, "dense_code": 1.0, "dense_card": 1.0}
