@@ -92,16 +92,21 @@ class CodeGraph:
         gone = set(removed) | set(incoming)
         appeared_or_vanished = {p for p in incoming if p not in self.parsed}
         appeared_or_vanished |= {p for p in removed if p in self.parsed}
-        stale_names = {d.name for p in gone if p in self.parsed for d in self.parsed[p].definitions}
-        stale_names |= {d.name for pf in incoming.values() for d in pf.definitions}
-        dependents = set(incoming) | self._dependents(gone, stale_names, appeared_or_vanished)
+        old_nodes = {p: set(_file_nodes(self.parsed[p])) for p in gone if p in self.parsed}
+        new_nodes = {p: set(_file_nodes(pf)) for p, pf in incoming.items()}
+        # Definitions that keep their node keep the links other files made to them, so only
+        # names that appeared or vanished can change how other files' calls resolve.
+        flipped = set().union(*(old_nodes.get(p, set()) ^ new_nodes.get(p, set()) for p in gone))
+        stale_names = {n.rsplit("#", 1)[1].rsplit(".", 1)[-1] for n in flipped if n.startswith("s:")}
+        reshaped = {p for p in gone if old_nodes.get(p, set()) ^ new_nodes.get(p, set())}
+        dependents = set(incoming) | self._dependents(reshaped, stale_names, appeared_or_vanished)
         links_before = {p: set(self.edges_of([p + _LINKS])) for p in dependents}
-        nodes_before = {n for p in gone if p in self.parsed for n in _file_nodes(self.parsed[p])}
+        nodes_before = set().union(*old_nodes.values())
         edges_before = self._incident(nodes_before)
         for path in gone:
             old = self.parsed.pop(path, None)
             if old is not None:
-                self._drop_file(path, old)
+                self._drop_file(path, old, keep=new_nodes.get(path, set()))
         for path, pf in incoming.items():
             self.parsed[path] = pf
             self._add_structure(pf)
@@ -118,7 +123,7 @@ class CodeGraph:
             touched |= {n for _, u, v, _ in changed for n in (u, v)}
         # Only what really differs counts as changed: a re-parsed file whose definitions and
         # links came back identical must not make its whole neighbourhood look new.
-        nodes_after = {n for pf in incoming.values() for n in _file_nodes(pf)}
+        nodes_after = set().union(*new_nodes.values())
         changed_edges = edges_before ^ self._incident(nodes_after)
         touched |= nodes_before ^ nodes_after
         touched |= {n for u, v, _ in changed_edges for n in (u, v)}
@@ -212,13 +217,15 @@ class CodeGraph:
                 return touched
             child, parent = dnode, _parent_dir(parent)
 
-    def _drop_file(self, path: str, old: ParsedFile) -> None:
+    def _drop_file(self, path: str, old: ParsedFile, keep: set[str]) -> None:
+        """Withdraw the file's own edges and remove its nodes, except those in `keep`."""
         self._withdraw(path)
         self._withdraw(f"{path}{_LINKS}")
         self._import_targets.pop(path, None)
-        nodes = [n for n in _file_nodes(old) if n in self.g]
+        nodes = [n for n in _file_nodes(old) if n in self.g and n not in keep]
         for d in old.definitions:
-            self._defs_by_name[d.name].discard(def_node(path, d.qualname))
+            if def_node(path, d.qualname) not in keep:
+                self._defs_by_name[d.name].discard(def_node(path, d.qualname))
         # Links from other files into these nodes vanish with them: keep the counts true.
         for u, v, data in self.g.edges(nodes, data=True):
             links = sum(owner.endswith(_LINKS) for owner in data["owners"])
@@ -227,7 +234,8 @@ class CodeGraph:
         self.g.remove_nodes_from(nodes)
         for node in nodes:
             self.link_degree.pop(node, None)
-        self._prune_directories(_parent_dir(path))
+        if not keep:
+            self._prune_directories(_parent_dir(path))
 
     def _prune_directories(self, directory: str) -> None:
         while True:

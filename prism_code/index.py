@@ -194,15 +194,20 @@ class RepoIndex:
 
     def _recompute_relations(self, affected_nodes: set[str] | None, report: Progress) -> set[str]:
         """Recompute the related sets near affected nodes (None: all of them)."""
-        recomputed: set[str] = set()
-        table = StrengthTable(self.graph, self.config.relation_cutoff)
+        plans = []
         for kind in (FUNCTION, WINDOW):
             corpus = sorted((f for f in self.fragments.values() if f.kind == kind), key=lambda f: f.key)
             rows = [i for i, f in enumerate(corpus)
                     if affected_nodes is None or f.key not in self.related
                     or any(n in affected_nodes for n, _ in f.nodes)]
-            if len(rows) > _FULL_RECOMPUTE_SHARE * len(corpus):
-                rows = list(range(len(corpus)))
+            plans.append((kind, corpus, rows))
+        region = None
+        if all(len(rows) <= _FULL_RECOMPUTE_SHARE * len(corpus) for _, corpus, rows in plans):
+            sources = {n for _, corpus, rows in plans for i in rows for n, _ in corpus[i].nodes}
+            region = self.graph.ball(sources, self.config.relation_cutoff)
+        table = StrengthTable(self.graph, self.config.relation_cutoff, region)
+        recomputed: set[str] = set()
+        for kind, corpus, rows in plans:
             report(f"relations ({kind}s)", 0, len(rows))
             related = relation_rows(table, corpus, rows, self.config.related_per_fragment,
                                     self.config.context_weight)

