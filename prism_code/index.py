@@ -8,6 +8,7 @@ node pair whose best path crosses a changed node lies within the relation cutoff
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -53,6 +54,12 @@ class IndexSummary:
                 f"{self.functions} functions, {self.fragments} fragments in {self.seconds:.2f} s")
 
 
+def _definition_hashes(lines: dict[str, list[str]], pf: ParsedFile) -> dict[str, str]:
+    text = lines[pf.path]
+    return {d.qualname: content_hash("\n".join(text[d.start_line - 1:d.end_line]).encode())
+            for d in pf.definitions}
+
+
 def _decode(data: bytes) -> str:
     # Invalid UTF-8 must not stop indexing: keep what decodes, mark the rest.
     return data.decode("utf-8", errors="replace").replace("\r\n", "\n")
@@ -69,6 +76,8 @@ class RepoIndex:
         self.fragments: dict[str, Fragment] = {}
         self.related: dict[str, list[tuple[str, float]]] = {}
         self.generation = 0  # bumped on every change so derived caches know to rebuild
+        # Held while the graph changes and while state is swapped; readers of the graph take it.
+        self.lock = threading.RLock()
         self._load()
 
     def close(self) -> None:
@@ -76,11 +85,18 @@ class RepoIndex:
 
     # ---- loading --------------------------------------------------------------------
 
+    def _reload(self) -> None:
+        with self.lock:
+            self.graph = CodeGraph()
+            self._load()
+            self.generation += 1
+
     def _load(self) -> None:
-        parsed = []
+        parsed, lines = [], {}
         for path, text, pf in self.store.load_files():
-            self.lines[path] = text.split("\n")
+            lines[path] = text.split("\n")
             parsed.append(pf)
+        self.lines = lines
         self.graph.update(parsed)
         self.fragments = {f.key: f for f in self.store.load_fragments()}
         self.related = self.store.load_relations()
@@ -148,6 +164,11 @@ class RepoIndex:
 
     def _apply(self, parsed: list[tuple[LoadedFile, str, ParsedFile]], removed: list[str],
                report: Progress) -> int:
+        """Update graph, fragments and relations; commit; then publish the new state.
+
+        Readers keep using the previous dicts until the final swap, so a search running
+        during an update sees one consistent index, never a half-applied one.
+        """
         changed_paths = {item.path for item, _, _ in parsed} | set(removed)
         old_fragments = [f for f in self.fragments.values() if f.path in changed_paths]
         # A large update recomputes every relation anyway: skip the neighbourhood search.
@@ -155,50 +176,51 @@ class RepoIndex:
         near_old = set() if everything else self.graph.ball(
             {node for f in old_fragments for node, _ in f.nodes}, self.config.relation_cutoff)
         report("graph", 0, 1)
-        touched = self.graph.update([pf for _, _, pf in parsed], removed)
-        near_new = set() if everything else self.graph.ball(touched, self.config.relation_cutoff)
-        affected_nodes = None if everything else near_old | near_new | touched
-        for path in removed:
-            self.lines.pop(path, None)
-        new_fragments: list[Fragment] = []
-        for _, text, pf in parsed:
-            self.lines[pf.path] = text.split("\n")
-            new_fragments += file_fragments(pf, self.config.window_lines, self.config.window_stride)
-        old_keys = {f.key for f in old_fragments}
-        for key in old_keys:
-            self.fragments.pop(key, None)
-            self.related.pop(key, None)
-        for fragment in new_fragments:
-            self.fragments[fragment.key] = fragment
-        report("graph", 1, 1)
-        recomputed = self._recompute_relations(affected_nodes, report)
-        dropped = old_keys - set(self.fragments)
-        with self.store.transaction():
-            for path in removed:
-                self.store.delete_file(path)
-            for item, text, pf in parsed:
-                self.store.delete_file(pf.path)
-                self.store.put_file(pf.path, item.state, text, pf, self._definition_hashes(pf))
-            self.store.put_fragments(new_fragments)
-            self.store.put_relations({k: self.related[k] for k in recomputed}, dropped)
-            owners = self.graph.owners_of(changed_paths | self.graph.last_relinked,
-                                          tree_changed=bool(removed or self.graph.last_appeared))
-            self.store.replace_edges(owners, self.graph.edges_of(owners))
-        self.generation += 1
+        try:
+            with self.lock:
+                touched = self.graph.update([pf for _, _, pf in parsed], removed)
+            near_new = set() if everything else self.graph.ball(touched, self.config.relation_cutoff)
+            lines = {p: v for p, v in self.lines.items() if p not in changed_paths}
+            fragments = {k: f for k, f in self.fragments.items() if f.path not in changed_paths}
+            related = {k: v for k, v in self.related.items() if k in fragments}
+            new_fragments: list[Fragment] = []
+            for _, text, pf in parsed:
+                lines[pf.path] = text.split("\n")
+                new_fragments += file_fragments(pf, self.config.window_lines, self.config.window_stride)
+            fragments.update((f.key, f) for f in new_fragments)
+            report("graph", 1, 1)
+            affected = None if everything else near_old | near_new | touched
+            recomputed = self._recompute_relations(fragments, related, affected, report)
+            dropped = {f.key for f in old_fragments} - set(fragments)
+            with self.store.transaction():
+                for path in removed:
+                    self.store.delete_file(path)
+                for item, text, pf in parsed:
+                    self.store.delete_file(pf.path)
+                    self.store.put_file(pf.path, item.state, text, pf, _definition_hashes(lines, pf))
+                self.store.put_fragments(new_fragments)
+                self.store.put_relations({k: related[k] for k in recomputed}, dropped)
+                owners = self.graph.owners_of(changed_paths | self.graph.last_relinked,
+                                              tree_changed=bool(removed or self.graph.last_appeared))
+                self.store.replace_edges(owners, self.graph.edges_of(owners))
+        except BaseException:
+            # The graph was changed in place: rebuild memory from what the store holds.
+            self._reload()
+            raise
+        with self.lock:
+            self.lines, self.fragments, self.related = lines, fragments, related
+            self.generation += 1
         return len(recomputed)
 
-    def _definition_hashes(self, pf: ParsedFile) -> dict[str, str]:
-        lines = self.lines[pf.path]
-        return {d.qualname: content_hash("\n".join(lines[d.start_line - 1:d.end_line]).encode())
-                for d in pf.definitions}
-
-    def _recompute_relations(self, affected_nodes: set[str] | None, report: Progress) -> set[str]:
-        """Recompute the related sets near affected nodes (None: all of them)."""
+    def _recompute_relations(self, fragments: dict[str, Fragment],
+                             related: dict[str, list[tuple[str, float]]],
+                             affected_nodes: set[str] | None, report: Progress) -> set[str]:
+        """Recompute, in `related`, the sets near affected nodes (None: all of them)."""
         plans = []
         for kind in (FUNCTION, WINDOW):
-            corpus = sorted((f for f in self.fragments.values() if f.kind == kind), key=lambda f: f.key)
+            corpus = sorted((f for f in fragments.values() if f.kind == kind), key=lambda f: f.key)
             rows = [i for i, f in enumerate(corpus)
-                    if affected_nodes is None or f.key not in self.related
+                    if affected_nodes is None or f.key not in related
                     or any(n in affected_nodes for n, _ in f.nodes)]
             plans.append((kind, corpus, rows))
         region = None
@@ -209,11 +231,10 @@ class RepoIndex:
         recomputed: set[str] = set()
         for kind, corpus, rows in plans:
             report(f"relations ({kind}s)", 0, len(rows))
-            related = relation_rows(table, corpus, rows, self.config.related_per_fragment,
-                                    self.config.context_weight)
-            for i, pairs in related.items():
+            for i, pairs in relation_rows(table, corpus, rows, self.config.related_per_fragment,
+                                          self.config.context_weight).items():
                 key = corpus[i].key
-                self.related[key] = [(corpus[j].key, w) for j, w in pairs]
+                related[key] = [(corpus[j].key, w) for j, w in pairs]
                 recomputed.add(key)
             report(f"relations ({kind}s)", len(rows), len(rows))
         return recomputed

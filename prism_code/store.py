@@ -12,6 +12,7 @@ import json
 import logging
 import os
 import sqlite3
+import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
@@ -94,11 +95,24 @@ class Store:
     def __init__(self, db_path: Path) -> None:
         db_path.parent.mkdir(parents=True, exist_ok=True)
         self.path = db_path
-        self.db = sqlite3.connect(db_path, timeout=30, isolation_level=None,
-                                  check_same_thread=False)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")
+        self._local = threading.local()
+        self._connections: list[sqlite3.Connection] = []
+        self._guard = threading.Lock()
         self._migrate()
+
+    @property
+    def db(self) -> sqlite3.Connection:
+        """This thread's connection: with WAL, readers never wait for the indexing writer."""
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(self.path, timeout=30, isolation_level=None,
+                                   check_same_thread=False)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            self._local.conn = conn
+            with self._guard:
+                self._connections.append(conn)
+        return conn
 
     def _migrate(self) -> None:
         version = self.db.execute("PRAGMA user_version").fetchone()[0]
@@ -128,7 +142,11 @@ class Store:
             self.db.execute("COMMIT")
 
     def close(self) -> None:
-        self.db.close()
+        with self._guard:
+            for conn in self._connections:
+                conn.close()
+            self._connections.clear()
+        self._local = threading.local()
 
     # ---- reads ------------------------------------------------------------------
 
