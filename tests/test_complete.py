@@ -1,0 +1,56 @@
+"""Repository-aware completion with the real local model on a small fixture repository."""
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from prism_code.index import RepoIndex
+from prism_code.llm import StateCache
+from prism_code.tasks.complete import Completer, CompletionSettings
+
+pytestmark = pytest.mark.model
+FIXTURE = Path(__file__).parent / "fixtures" / "calcrepo"
+NET = "calc/net.py"
+
+
+@pytest.fixture()
+def index(tmp_path):
+    root = tmp_path / "calcrepo"
+    shutil.copytree(FIXTURE, root)
+    idx = RepoIndex(root, cache_dir=tmp_path / "cache")
+    idx.update()
+    yield idx
+    idx.close()
+
+
+def cursor_after_settings(index):
+    text = (index.root / NET).read_text()
+    line = text.rstrip("\n").split("\n")
+    return text, len(line), len(line[-1]) + 1
+
+
+def test_retrieved_context_names_what_only_another_file_defines(index, model_session):
+    text, line, col = cursor_after_settings(index)
+    with_context = Completer(index, model_session).complete(NET, text, line, col)
+    alone = Completer(index, model_session, CompletionSettings(retrieval=False)).complete(NET, text, line, col)
+    assert "calc/settings.py:1-3" in with_context.context
+    assert "HANDSHAKE_GRACE_PERIOD_MS" in with_context.completion  # spelled only in settings.py
+    assert "HANDSHAKE" not in alone.completion
+    assert "\n" not in with_context.completion  # single line unless a block opens
+
+
+def test_keystrokes_reuse_the_cache_and_restarts_use_state_files(index, model_session, tmp_path):
+    settings = CompletionSettings(min_state_tokens=0)
+    states = StateCache(tmp_path / "states")
+    text, line, col = cursor_after_settings(index)
+    model_session.reset()
+    first = Completer(index, model_session, settings, states).complete(NET, text, line, col)
+    typed = text.rstrip("\n") + "D"
+    second = Completer(index, model_session, settings, states).complete(NET, typed, line, col + 1)
+    assert second.reused >= first.prompt_tokens - 12  # only the typed tail is evaluated again
+    assert second.encoded < 12
+    model_session.reset()  # a restart: the KV cache is empty, the state file is not
+    third = Completer(index, model_session, settings, states).complete(NET, text, line, col)
+    assert third.restored > 0
+    assert third.completion == first.completion
