@@ -127,8 +127,10 @@ def cmd_complete(args: argparse.Namespace) -> int:
             settings.alpha = args.alpha
         session = LlamaSession.open(args.model, n_threads=args.threads)
         try:
-            result = Completer(index, session, settings, StateCache()).complete(
-                rel, text, args.line, args.col)
+            completer = Completer(index, session, settings, StateCache())
+            result = completer.complete(rel, text, args.line, args.col)
+            # Each CLI call is a restart: leave the KV state for the next one.
+            completer.checkpoint()
         finally:
             session.close()
     finally:
@@ -144,6 +146,14 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from prism_code.bench import cli as bench_cli
 
     return bench_cli.run(args)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    # The command line is the program's entry point, not the library, so it may start the
+    # server; importing it here keeps pygls out of every other command and of the library.
+    from server.app import main as serve
+
+    return serve(["--verbose"] if args.verbose else [])
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -188,6 +198,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="qwen2.5-coder-0.5b, qwen2.5-coder-1.5b or a GGUF path")
     p.add_argument("--threads", type=int, default=2)
     p.set_defaults(func=cmd_complete)
+
+    p = sub.add_parser("serve", help="the language server on stdio (for editors)")
+    p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("bench", help="benchmarks (results go to docs/benchmarks.md)")
     from prism_code.bench import cli as bench_cli

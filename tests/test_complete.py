@@ -45,12 +45,15 @@ def test_keystrokes_reuse_the_cache_and_restarts_use_state_files(index, model_se
     states = StateCache(tmp_path / "states")
     text, line, col = cursor_after_settings(index)
     model_session.reset()
-    first = Completer(index, model_session, settings, states).complete(NET, text, line, col)
-    typed = text.rstrip("\n") + "D"
-    second = Completer(index, model_session, settings, states).complete(NET, typed, line, col + 1)
+    completer = Completer(index, model_session, settings, states)
+    first = completer.complete(NET, text, line, col)
+    typed = text.rstrip("\n") + "H"
+    second = completer.complete(NET, typed, line, col + 1)
     assert second.reused >= first.prompt_tokens - 12  # only the typed tail is evaluated again
     assert second.encoded < 12
+    assert completer.checkpoint()  # e.g. when the editor goes idle or the server exits
     model_session.reset()  # a restart: the KV cache is empty, the state file is not
     third = Completer(index, model_session, settings, states).complete(NET, text, line, col)
-    assert third.restored > 0
+    assert third.restored >= first.prompt_tokens - 12
+    assert third.encoded < 12
     assert third.completion == first.completion

@@ -15,6 +15,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--repos", nargs="*", help="only these repositories (owner/name)")
     p.add_argument("--cache-dir", type=Path, help="where haystacks and their indexes live")
     p.add_argument("--write", type=Path, metavar="MARKDOWN", help="update this results file")
+    p = sub.add_parser("repoeval", help="RepoEval-style line/API completion (6 projects from PyPI)")
+    p.add_argument("--model", default="qwen2.5-coder-0.5b")
+    p.add_argument("--per-project", type=int, default=5,
+                   help="line-level and API-level tasks per project (each)")
+    p.add_argument("--modes", nargs="*", help="subset of the modes (default: all)")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--write", type=Path, metavar="MARKDOWN", help="update this results file")
     p = sub.add_parser("index", help="indexing speed on a repository")
     p.add_argument("path", type=Path, nargs="?",
                    help="repository to index (default: torch-geometric 2.5.1 from PyPI, ~93k lines)")
@@ -36,6 +43,16 @@ def run(args: argparse.Namespace) -> int:
         result = repoqa_retrieval.run(haystacks, index_cache, Embedder())
         body = repoqa_retrieval.markdown(result, command)
         section = "repoqa-retrieval"
+    elif args.bench == "repoeval":
+        from prism_code.bench import repoeval
+
+        modes = args.modes or list(repoeval.MODES)
+        unknown = set(modes) - set(repoeval.MODES)
+        if unknown:
+            raise ValueError(f"unknown modes {sorted(unknown)}; choose from {list(repoeval.MODES)}")
+        result = repoeval.run(args.model, args.per_project, modes, threads=args.threads)
+        body = repoeval.markdown(result, command)
+        section = f"repoeval-{args.model}"
     else:
         from prism_code.bench import corpora, index_speed
 

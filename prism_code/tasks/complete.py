@@ -1,10 +1,13 @@
 """Repository-aware completion: FragRel-ranked windows + fill-in-the-middle (RepoEval task).
 
 The query is the lines before the cursor (RepoCoder); with `iterations=2` the first
-draft is appended to the query and retrieval runs again (RepoCoder's iteration). The
-stable part of the prompt (repository name, retrieved windows, current path) is kept in
-the model's KV cache across keystrokes and saved to a state file, so the first request
-after a restart does not pay for it again.
+draft is appended to the query and retrieval runs again (RepoCoder's iteration).
+
+Latency comes from what the model must evaluate again. The prompt keeps what changes
+least first; retrieved windows that are still relevant keep their place from one
+request to the next ("sticky" context), so a new line rarely invalidates the cached
+context; and `checkpoint()` saves the KV state up to the cursor's line to a state file,
+so the first request after a restart evaluates about as little as a keystroke does.
 """
 
 from __future__ import annotations
@@ -63,6 +66,8 @@ class Completer:
         self.settings = settings or CompletionSettings()
         self.state_cache = state_cache
         self.retriever = WindowRetriever(index)
+        self._last_context: list[RetrievedWindow] = []
+        self._last_prompt: FimPrompt | None = None
 
     def _retrieve(self, path: str, prefix: str, draft: str = "") -> list[RetrievedWindow]:
         if not self.settings.retrieval:
@@ -72,42 +77,58 @@ class Completer:
         query = "\n".join(lines + ([draft] if draft else []))
         if not query.strip():
             return []
-        return self.retriever.retrieve(query, path, self.settings.top_k, self.settings.alpha)
+        k = self.settings.top_k
+        ranked = self.retriever.retrieve(query, path, 2 * k, self.settings.alpha)
+        # Windows from the previous request that still rank in the top 2k keep their place
+        # (and their cached tokens); the best new ones fill the rest.
+        still = {w.label for w in ranked}
+        kept = [w for w in self._last_context if w.label in still and w.fragment.path != path][:k]
+        labels = {w.label for w in kept}
+        chosen = kept + [w for w in ranked[:k] if w.label not in labels][:k - len(kept)]
+        self._last_context = chosen
+        return chosen
 
     def _prompt(self, path: str, prefix: str, suffix: str, windows: list[RetrievedWindow]) -> FimPrompt:
-        return build_prompt(self.session, self.index.root.name, path, prefix, suffix,
-                            [(w.label, w.text) for w in windows], self.settings.budget)
+        prompt = build_prompt(self.session, self.index.root.name, path, prefix, suffix,
+                              [(w.label, w.text) for w in windows], self.settings.budget)
+        self._last_prompt = prompt
+        return prompt
 
-    def _ensure_stable(self, stable: list[int]) -> int:
-        """Bring the stable prefix into the KV cache, from a state file when one exists."""
-        if self.state_cache is None or len(stable) < self.settings.min_state_tokens:
+    def _restore(self, prompt: FimPrompt) -> int:
+        """Load a saved state when it covers more of the prompt than the live cache does."""
+        if self.state_cache is None:
             return 0
-        if common_prefix(self.session.tokens, stable) == len(stable):
+        if common_prefix(self.session.tokens, prompt.tokens) >= prompt.line_start:
             return 0
-        restored = self.state_cache.restore_longest_prefix(self.session, stable)
-        if restored < len(stable):
-            self.session.prefill(stable)
-            self.state_cache.save_prefix(self.session, len(stable))
-        return restored
+        return self.state_cache.restore_longest_prefix(self.session, prompt.tokens)
+
+    def checkpoint(self) -> bool:
+        """Save the KV state up to the cursor's line of the last request (idle time, exit)."""
+        prompt = self._last_prompt
+        n = prompt.line_start if prompt else 0
+        if (self.state_cache is None or prompt is None or n < self.settings.min_state_tokens
+                or common_prefix(self.session.tokens, prompt.tokens[:n]) < n):
+            return False
+        return self.state_cache.save_prefix(self.session, n) is not None
 
     def warm(self, path: str, text: str, line: int, col: int) -> int:
         """Evaluate the prompt for this cursor without generating; returns tokens evaluated."""
         prefix, suffix = split_at_cursor(text, line, col)
         prompt = self._prompt(path, prefix, suffix, self._retrieve(path, prefix))
-        self._ensure_stable(prompt.stable)
+        self._restore(prompt)
         return self.session.prefill(prompt.tokens).encoded
 
     def complete(self, path: str, text: str, line: int, col: int,
                  cancelled: Callable[[], bool] | None = None) -> CompletionResult:
         started = time.perf_counter()
         prefix, suffix = split_at_cursor(text, line, col)
-        block = wants_block(prefix)
+        block = self.settings.max_lines > 1 and wants_block(prefix)
         max_lines = self.settings.max_lines if block else 1
         max_tokens = self.settings.block_tokens if block else self.settings.line_tokens
         stop = list(STOP_MARKERS) + ([] if block else ["\n"])
         windows = self._retrieve(path, prefix)
         prompt = self._prompt(path, prefix, suffix, windows)
-        restored = self._ensure_stable(prompt.stable)
+        restored = self._restore(prompt)
         generation = self.session.generate(prompt.tokens, max_tokens=max_tokens, stop=stop,
                                            cancelled=cancelled)
         for _ in range(self.settings.iterations - 1):

@@ -28,7 +28,8 @@ _BLOCK_OPENER = re.compile(r"(:|\{|\(|\[|=>|->|\bdo)\s*(#.*|//.*)?$")
 class FimBudget:
     context_tokens: int = 1024  # retrieved windows
     prefix_tokens: int = 768
-    suffix_tokens: int = 128
+    # Everything after the cursor is evaluated again on each keystroke: keep it short.
+    suffix_tokens: int = 64
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,7 @@ class FimPrompt:
     stable: list[int]  # repository name, retrieved context and the current path
     tokens: list[int]  # stable + the prefix/suffix part
     context: list[str]  # labels of the windows that fit the budget
+    line_start: int  # where the cursor's line begins: what a keystroke leaves cached
 
 
 class Tokenizer(Protocol):
@@ -114,12 +116,17 @@ def build_prompt(tok: Tokenizer, repo_name: str, path: str, prefix: str, suffix:
     for _, body in chosen:
         stable += body
     stable += [file_sep, *tok.tokenize_text(path + "\n")]
-    tokens = [*stable, tok.special_token("<|fim_prefix|>"),
-              *_tail_lines(tok.tokenize_text, prefix, budget.prefix_tokens),
-              tok.special_token("<|fim_suffix|>"),
-              *_head_lines(tok.tokenize_text, suffix, budget.suffix_tokens),
-              tok.special_token("<|fim_middle|>")]
-    return FimPrompt(stable=stable, tokens=tokens, context=[label for label, _ in chosen])
+    # The cursor's line is tokenized on its own so that typing in it never changes the
+    # tokens of the lines above, which stay in the KV cache.
+    earlier, newline, current = prefix.rpartition("\n")
+    head = _tail_lines(tok.tokenize_text, earlier + "\n", budget.prefix_tokens) if newline else []
+    tokens = [*stable, tok.special_token("<|fim_prefix|>"), *head]
+    line_start = len(tokens)
+    tokens += [*tok.tokenize_text(current), tok.special_token("<|fim_suffix|>"),
+               *_head_lines(tok.tokenize_text, suffix, budget.suffix_tokens),
+               tok.special_token("<|fim_middle|>")]
+    return FimPrompt(stable=stable, tokens=tokens, context=[label for label, _ in chosen],
+                     line_start=line_start)
 
 
 _CLOSERS = set(")]}>\"'`;,")
