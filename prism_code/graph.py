@@ -33,6 +33,14 @@ _LINKS = "\0links"
 # import block naming ten modules) may end a path but not carry one: through it,
 # everything would be related to everything, which says nothing and costs quadratically.
 HUB_LINKS = 8
+# Path costs are sums of logs: two routes to the same strength can differ in the last
+# bits. A strength at the cutoff must be in or out the same way in every computation
+# (full or incremental), so the limit is widened by this and strengths are then clamped.
+PATH_EPSILON = 1e-9
+
+
+def path_limit(cutoff: float) -> float:
+    return -math.log(cutoff) + PATH_EPSILON
 # A bare call whose name is defined in more places than this is left unresolved:
 # linking `get` or `run` to every definition of that name would be noise, not structure.
 MAX_GLOBAL_CANDIDATES = 1
@@ -343,8 +351,9 @@ class CodeGraph:
         if source not in self.g:
             return {}
         lengths = nx.single_source_dijkstra_path_length(
-            self.g, source, cutoff=-math.log(cutoff), weight=self._path_cost({source}))
-        return {node: math.exp(-d) for node, d in lengths.items()}
+            self.g, source, cutoff=path_limit(cutoff), weight=self._path_cost({source}))
+        return {node: math.exp(-d) for node, d in lengths.items()
+                if math.exp(-d) >= cutoff * (1 - PATH_EPSILON)}
 
     def ball(self, sources: Iterable[str], cutoff: float) -> set[str]:
         """Every node related to some source with strength >= cutoff."""
@@ -352,7 +361,7 @@ class CodeGraph:
         if not present:
             return set()
         return set(nx.multi_source_dijkstra_path_length(
-            self.g, present, cutoff=-math.log(cutoff), weight=self._path_cost(present)))
+            self.g, present, cutoff=path_limit(cutoff), weight=self._path_cost(present)))
 
     def edges(self) -> list[Edge]:
         return [Edge(u, v, d["weight"]) for u, v, d in self.g.edges(data=True)]

@@ -22,8 +22,8 @@ from prism_code.parse import language_for_path, parse_source
 from prism_code.parse.model import Definition, ParsedFile
 from prism_code.relations import StrengthTable, relation_rows
 from prism_code.store import Store, workspace_db_path
-from prism_code.workspace import (FileState, LoadedFile, content_hash, diff_scan,
-                                  resolve_workspace, scan)
+from prism_code.workspace import (FileState, LoadedFile, ScanDiff, ScannedFile, content_hash,
+                                  diff_scan, resolve_workspace, scan)
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +31,10 @@ Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
 # When more than this share of fragments is affected, one full pass is cheaper.
 _FULL_RECOMPUTE_SHARE = 0.5
+
+# The stored mtime of a file indexed from an editor buffer: no real stat matches it, so once
+# the overlay is dropped the next scan reads the file from disk again.
+OVERLAY_MTIME_NS = -1
 
 
 @dataclass
@@ -78,6 +82,7 @@ class RepoIndex:
         self.generation = 0  # bumped on every change so derived caches know to rebuild
         # Held while the graph changes and while state is swapped; readers of the graph take it.
         self.lock = threading.RLock()
+        self._overlays: dict[str, str] = {}  # path -> unsaved editor text, replaced whole
         self._load()
 
     def close(self) -> None:
@@ -125,6 +130,51 @@ class RepoIndex:
 
     # ---- updating ---------------------------------------------------------------------
 
+    def set_overlay(self, path: str, text: str | None) -> None:
+        """Index `text` instead of the disk content of workspace file `path` (None: disk again).
+
+        Takes effect at the next update(). An overlay only applies to a file the scan lists,
+        so excludes, .gitignore and the size and binary checks still decide what is indexed.
+        """
+        overlays = dict(self._overlays)
+        if text is None:
+            overlays.pop(path, None)
+        else:
+            overlays[path] = text
+        self._overlays = overlays  # swapped whole: an update in progress keeps its snapshot
+
+    def overlays(self) -> dict[str, str]:
+        return self._overlays
+
+    def _diff(self, files: list[ScannedFile]) -> ScanDiff:
+        """Stored states against the scan, with overlaid files compared by the overlay text."""
+        overlays = self._overlays
+        loaded: dict[str, LoadedFile] = {}
+        for file in files:
+            if file.path not in overlays:
+                continue
+            data = overlays[file.path].encode("utf-8")
+            if len(data) > self.config.max_file_bytes:
+                log.info("%s: the editor buffer is too large to index; using the file on disk",
+                         file.path)
+                continue
+            loaded[file.path] = LoadedFile(ScannedFile(file.path, len(data), OVERLAY_MTIME_NS),
+                                           data, content_hash(data))
+        states = self.store.file_states()
+        diff = diff_scan({p: s for p, s in states.items() if p not in loaded},
+                         [f for f in files if f.path not in loaded], self.root)
+        for path, item in sorted(loaded.items()):
+            old = states.get(path)
+            if old is None:
+                diff.added.append(item)
+            elif old.content_hash != item.content_hash:
+                diff.changed.append(item)
+            elif old != item.state:
+                diff.touched[path] = item.state
+            else:
+                diff.unchanged += 1
+        return diff
+
     def update(self, progress: Progress | None = None,
                cancelled: Callable[[], bool] | None = None) -> IndexSummary:
         started = time.perf_counter()
@@ -134,7 +184,7 @@ class RepoIndex:
                       is_source=lambda p: language_for_path(p) is not None)
         summary.skipped = len(result.skipped)
         summary.skipped_reasons = [(s.path, s.reason) for s in result.skipped]
-        diff = diff_scan(self.store.file_states(), result.files, self.root)
+        diff = self._diff(result.files)
         loaded = diff.added + diff.changed
         parsed: list[tuple[LoadedFile, str, ParsedFile]] = []
         for i, item in enumerate(loaded):

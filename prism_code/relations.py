@@ -17,7 +17,7 @@ from scipy import sparse
 from scipy.sparse import csgraph
 
 from prism_code.fragments import WINDOW, Fragment
-from prism_code.graph import CodeGraph
+from prism_code.graph import PATH_EPSILON, CodeGraph, path_limit
 
 Related = list[tuple[int, float]]  # (fragment index, relation weight), strongest first
 
@@ -55,7 +55,7 @@ class StrengthTable:
         return self._costs
 
     def _compute(self, missing: list[int]) -> None:
-        limit = -math.log(self.cutoff)
+        limit = path_limit(self.cutoff)
         costs = self._cost_matrix()
         hubs = [s for s in missing if self.graph.is_hub(self.order[s])]
         # A hub may start a path: its distances are the best first step to a neighbour
@@ -78,8 +78,9 @@ class StrengthTable:
                 row[row > limit] = np.inf
             else:
                 row = found[source]
-            cols = np.flatnonzero(np.isfinite(row))
-            self._rows[source] = (cols, np.exp(-row[cols]))
+            strengths = np.exp(-row)
+            cols = np.flatnonzero(strengths >= self.cutoff * (1 - PATH_EPSILON))
+            self._rows[source] = (cols, strengths[cols])
 
     def _neighbour_costs(self, hub: int) -> dict[int, float]:
         node = self.order[hub]
@@ -131,9 +132,8 @@ def context_relation(position_i: int, position_j: int, weight: float) -> float:
 
 
 def _strongest(cols: np.ndarray, vals: np.ndarray, top_k: int) -> Related:
-    # Round before ranking and break ties by index, so that an incremental update and a
-    # rebuild keep exactly the same fragments when weights tie at the top_k boundary.
-    vals = np.round(vals, 6)
+    # Ties break by index, so an incremental update and a rebuild keep exactly the same
+    # fragments when weights tie at the top_k boundary.
     order = np.lexsort((cols, -vals))[:top_k]
     return [(int(cols[o]), float(vals[o])) for o in order]
 
@@ -164,6 +164,9 @@ def relation_rows(table: StrengthTable, fragments: Sequence[Fragment], rows: Seq
                     merged[j] = max(merged.get(j, 0.0), w)
                 cols = np.fromiter(merged.keys(), dtype=np.int64, count=len(merged))
                 vals = np.fromiter(merged.values(), dtype=np.float64, count=len(merged))
+        # Rounded before the cutoff test: sparse products sum in different orders in a
+        # full and an incremental pass, and a weight at the cutoff must not flip.
+        vals = np.round(vals, 6)
         keep = (cols != i) & (vals >= cutoff)
         out[i] = _strongest(cols[keep], vals[keep], top_k)
     return out

@@ -1,0 +1,351 @@
+"""The pygls language server: LSP in, prism_code.tasks out.
+
+Handlers only translate: URIs to workspace paths, LSP positions to lines and columns,
+library results and errors to LSP ones. Work that may take a while (search, hover,
+stopping workers) runs on a small thread pool so the event loop keeps reading messages,
+which is what lets `$/cancelRequest` arrive while a search runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar
+from urllib.parse import unquote
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcInternalError, JsonRpcInvalidParams, JsonRpcRequestCancelled
+from pygls.lsp.server import LanguageServer
+
+from prism_code.cancel import Cancelled
+from prism_code.parse.languages import EXTENSION_LANGUAGES
+from prism_code.retrieval.dense import ModelUnavailable
+from server import commands
+from server.bridge import ClientBridge, ClientLogHandler
+from server.cancellation import CancellableProtocol
+from server.locations import cursor, lsp_lines, span_range, uri_path
+from server.settings import Settings, parse_settings
+from server.workspace_state import WorkspaceState
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+# Edits are folded into the index this long after the last keystroke.
+EDIT_DEBOUNCE_S = 0.3
+# A watched-files burst this large (a checkout, a rebase) gets a progress bar.
+VISIBLE_CHANGE_COUNT = 10
+
+
+class PrismServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__("prism-code", "0.1.0", protocol_cls=CancellableProtocol,
+                         text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        self.settings = Settings()
+        self.initialization_options: Any = None
+        self.states: dict[Path, WorkspaceState] = {}
+        self.bridge: ClientBridge | None = None
+        self.pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="prism-request")
+
+    # ---- plumbing shared by handlers -----------------------------------------------------
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run `fn(*args, cancelled)` on the pool; a client cancel stops waiting and flags it."""
+        with self.protocol.cancellable() as flag:
+            try:
+                return await asyncio.wrap_future(self.pool.submit(fn, *args, flag.is_set))
+            except Cancelled as exc:
+                raise JsonRpcRequestCancelled(str(exc)) from None
+
+    def locate(self, uri: str) -> tuple[WorkspaceState, str] | None:
+        """The workspace owning a document and its relative path; None outside every one."""
+        path = uri_path(uri)
+        if path is None:
+            return None
+        for state in sorted(self.states.values(), key=lambda s: -len(s.root.parts)):
+            relative = state.relative(path)
+            if relative is not None:
+                return state, relative
+        return None
+
+    def open_buffer(self, uri: str) -> str | None:
+        """The editor's text of a document it has open (never a read from disk)."""
+        document = self.workspace.text_documents.get(unquote(uri))
+        return document.source if document is not None else None
+
+    def apply_settings(self, settings: Settings) -> None:
+        for warning in settings.warnings:
+            log.warning("%s", warning)
+        self.settings = settings
+        for state in self.states.values():
+            state.reconfigure(settings)
+
+    def open_workspaces(self) -> None:
+        folders = [uri_path(f.uri) for f in self.workspace.folders.values()]
+        if not folders and self.workspace.root_path:
+            folders = [Path(self.workspace.root_path)]
+        for folder in folders:
+            self.add_workspace(folder)
+        if not self.states:
+            log.warning("no local workspace folder was given: nothing to index")
+
+    def add_workspace(self, folder: Path | None) -> None:
+        if folder is None or not folder.is_dir():
+            log.warning("workspace folder %s is not a local directory: skipped", folder)
+            return
+        root = folder.resolve()
+        if root in self.states:
+            return
+        assert self.bridge is not None, "workspaces open after initialize"
+        state = WorkspaceState(root, self.settings, self.bridge.progress)
+        self.states[root] = state
+        state.start()
+
+
+SERVER = PrismServer()
+
+
+# ---- lifecycle ---------------------------------------------------------------------------
+
+
+@SERVER.feature(types.INITIALIZE)
+def initialize(ls: PrismServer, params: types.InitializeParams) -> None:
+    ls.bridge = ClientBridge(ls, asyncio.get_running_loop())
+    handler = ClientLogHandler(ls.bridge)
+    for name in ("prism_code", "server"):
+        logging.getLogger(name).addHandler(handler)
+    ls.initialization_options = params.initialization_options
+    ls.apply_settings(parse_settings(params.initialization_options))
+
+
+@SERVER.feature(types.INITIALIZED)
+async def initialized(ls: PrismServer, params: types.InitializedParams) -> None:
+    ls.open_workspaces()
+    await watch_files(ls)
+
+
+async def watch_files(ls: PrismServer) -> None:
+    """Ask the client to tell us about file changes made outside the editor."""
+    workspace = ls.client_capabilities.workspace
+    watched = workspace.did_change_watched_files if workspace else None
+    if not (watched and watched.dynamic_registration):
+        return
+    extensions = ",".join(sorted(e.lstrip(".") for e in EXTENSION_LANGUAGES))
+    options = types.DidChangeWatchedFilesRegistrationOptions(
+        watchers=[types.FileSystemWatcher(glob_pattern=f"**/*.{{{extensions}}}")])
+    try:
+        await ls.client_register_capability_async(types.RegistrationParams(registrations=[
+            types.Registration(id="prism-watch", method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                               register_options=options)]))
+    except Exception as exc:  # noqa: BLE001 - edits in the editor are still seen
+        log.info("the client would not watch files for us (%s): external edits are seen "
+                 "on the next reindex", exc)
+
+
+@SERVER.feature(types.SHUTDOWN)
+async def shutdown(ls: PrismServer, params: None) -> None:
+    states = list(ls.states.values())
+    await asyncio.get_running_loop().run_in_executor(
+        None, lambda: [state.stop() for state in states])
+    ls.pool.shutdown(wait=False, cancel_futures=True)
+
+
+@SERVER.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+async def did_change_configuration(ls: PrismServer,
+                                   params: types.DidChangeConfigurationParams) -> None:
+    raw = params.settings
+    workspace = ls.client_capabilities.workspace
+    if not raw and workspace and workspace.configuration:
+        # Pull model (VS Code sends null settings): ask for the section ourselves.
+        answer = await ls.workspace_configuration_async(types.ConfigurationParams(
+            items=[types.ConfigurationItem(section="prism")]))
+        raw = answer[0] if answer else None
+    ls.apply_settings(parse_settings(raw, base=ls.initialization_options))
+
+
+@SERVER.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
+def did_change_folders(ls: PrismServer, params: types.DidChangeWorkspaceFoldersParams) -> None:
+    for folder in params.event.removed:
+        path = uri_path(folder.uri)
+        state = ls.states.pop(path.resolve(), None) if path else None
+        if state is not None:
+            ls.pool.submit(state.stop)
+    for folder in params.event.added:
+        ls.add_workspace(uri_path(folder.uri))
+
+
+# ---- documents ---------------------------------------------------------------------------
+
+
+@SERVER.feature(types.TEXT_DOCUMENT_DID_OPEN)
+def did_open(ls: PrismServer, params: types.DidOpenTextDocumentParams) -> None:
+    if (located := ls.locate(params.text_document.uri)) is not None:
+        state, path = located
+        state.set_buffer(path, params.text_document.text, EDIT_DEBOUNCE_S)
+
+
+@SERVER.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+def did_change(ls: PrismServer, params: types.DidChangeTextDocumentParams) -> None:
+    if (located := ls.locate(params.text_document.uri)) is not None:
+        state, path = located
+        state.set_buffer(path, ls.open_buffer(params.text_document.uri), EDIT_DEBOUNCE_S)
+
+
+@SERVER.feature(types.TEXT_DOCUMENT_DID_SAVE)
+def did_save(ls: PrismServer, params: types.DidSaveTextDocumentParams) -> None:
+    # The file on disk is now what the buffer holds: index it from there.
+    if (located := ls.locate(params.text_document.uri)) is not None:
+        state, path = located
+        state.set_buffer(path, None, 0.0)
+
+
+@SERVER.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+def did_close(ls: PrismServer, params: types.DidCloseTextDocumentParams) -> None:
+    # Closing without saving throws the edits away: the disk is right again.
+    if (located := ls.locate(params.text_document.uri)) is not None:
+        state, path = located
+        state.set_buffer(path, None, 0.0)
+
+
+@SERVER.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+def did_change_watched_files(ls: PrismServer, params: types.DidChangeWatchedFilesParams) -> None:
+    touched = {located[0] for change in params.changes
+               if (located := ls.locate(change.uri)) is not None}
+    for state in touched:
+        state.schedule(EDIT_DEBOUNCE_S, visible=len(params.changes) > VISIBLE_CHANGE_COUNT)
+
+
+# ---- hover -------------------------------------------------------------------------------
+
+
+@SERVER.feature(types.TEXT_DOCUMENT_HOVER)
+async def hover(ls: PrismServer, params: types.HoverParams) -> types.Hover | None:
+    located = ls.locate(params.text_document.uri)
+    if located is None:
+        return None
+    state, path = located
+    text = ls.open_buffer(params.text_document.uri)
+    if text is None and state.index is not None:
+        text = "\n".join(state.index.lines.get(path, []))
+    if text is None:
+        return None
+    lines = lsp_lines(text)
+    line, col = cursor(ls.workspace.position_codec, lines, params.position)
+    note = await ls.run(lambda cancelled: state.hover(path, line, col, text))
+    if note is None:
+        return None
+    symbol = note.symbol
+    markdown = _accepts_markdown(ls)
+    return types.Hover(
+        contents=types.MarkupContent(
+            kind=types.MarkupKind.Markdown if markdown else types.MarkupKind.PlainText,
+            value=note.markdown()),
+        range=span_range(ls.workspace.position_codec, lines, symbol.line, symbol.start_col,
+                         symbol.end_col))
+
+
+def _accepts_markdown(ls: PrismServer) -> bool:
+    document = ls.client_capabilities.text_document
+    formats = document.hover.content_format if document and document.hover else None
+    return not formats or types.MarkupKind.Markdown in formats
+
+
+# ---- commands ----------------------------------------------------------------------------
+
+
+@SERVER.command(commands.FIND_FUNCTION)
+async def find_function(ls: PrismServer, *arguments: Any) -> list[dict[str, Any]]:
+    args = commands.find_args(arguments, ls.settings.find_strategy)
+    states = list(ls.states.values())
+
+    def search(cancelled: Callable[[], bool]) -> list:
+        found = [hit for state in states for hit in state.search(args.description, args.top,
+                                                                  cancelled)]
+        # Several folders: fused scores are z-scores per corpus, comparable enough to merge.
+        return sorted(found, key=lambda hit: -hit.function.score)[:args.top]
+
+    try:
+        found = await ls.run(search)
+    except ModelUnavailable as exc:
+        raise JsonRpcInternalError(f"the embedding model is unavailable: {exc}") from None
+    codec = ls.workspace.position_codec
+    return [commands.found_json(hit, codec) for hit in found]
+
+
+@SERVER.command(commands.REINDEX)
+def reindex(ls: PrismServer, *arguments: Any) -> dict[str, Any]:
+    commands.no_args(commands.REINDEX, arguments)
+    for state in ls.states.values():
+        state.schedule(visible=True)
+    return {"scheduled": [str(root) for root in ls.states]}
+
+
+@SERVER.command(commands.STATUS)
+def status(ls: PrismServer, *arguments: Any) -> dict[str, Any]:
+    commands.no_args(commands.STATUS, arguments)
+    folders = [state.status() for state in ls.states.values()]
+    states = {f["state"] for f in folders}
+    busy = [s for s in ("failed", "opening", "indexing", "embedding", "paused") if s in states]
+    return {
+        "state": busy[0] if busy else "idle" if folders else "no workspace",
+        "files": sum(f["files"] for f in folders),
+        "functions": sum(f["functions"] for f in folders),
+        "embeddings": {key: sum(f["embeddings"][key] for f in folders) for key in ("done", "total")},
+        "cacheDir": folders[0]["cacheDir"] if folders else None,
+        "modelPath": ls.settings.to_json()["modelPath"],
+        "settings": ls.settings.to_json(),
+        "workspaces": folders,
+    }
+
+
+@SERVER.command(commands.PAUSE_INDEXING)
+def pause_indexing(ls: PrismServer, *arguments: Any) -> dict[str, Any]:
+    commands.no_args(commands.PAUSE_INDEXING, arguments)
+    for state in ls.states.values():
+        state.pause()
+    return status(ls)
+
+
+@SERVER.command(commands.RESUME_INDEXING)
+def resume_indexing(ls: PrismServer, *arguments: Any) -> dict[str, Any]:
+    commands.no_args(commands.RESUME_INDEXING, arguments)
+    for state in ls.states.values():
+        state.resume()
+    return status(ls)
+
+
+# ---- entry point -------------------------------------------------------------------------
+
+
+class _ClientMistakes(logging.Filter):
+    """pygls logs a traceback for every error reply; a bad argument or a cancel sent by the
+    client is answered as such and is no fault of the server's worth a traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        return not isinstance(error, (JsonRpcInvalidParams, JsonRpcRequestCancelled))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="prism-code serve",
+                                     description="the prism-code language server on stdio")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging on stderr")
+    args = parser.parse_args(argv)
+    protocol_out = sys.stdout.buffer
+    # stdout carries the protocol: a stray print anywhere must land on stderr instead.
+    sys.stdout = sys.stderr
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for name in ("prism_code", "server"):
+        logging.getLogger(name).setLevel(logging.DEBUG if args.verbose else logging.INFO)
+    if not args.verbose:
+        # Every debounced edit rescans the workspace: its summary line would flood the log.
+        logging.getLogger("prism_code.workspace").setLevel(logging.WARNING)
+    logging.getLogger("pygls.protocol.json_rpc").addFilter(_ClientMistakes())
+    SERVER.start_io(sys.stdin.buffer, protocol_out)
+    return 0

@@ -1,0 +1,77 @@
+"""The `prism.*` commands' arguments and results, checked and shaped for the wire."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pygls.exceptions import JsonRpcInvalidParams
+from pygls.workspace.position_codec import PositionCodec
+
+from server.locations import lines_range, path_uri
+from server.settings import FIND_STRATEGIES
+from server.workspace_state import Found
+
+FIND_FUNCTION = "prism.findFunction"
+REINDEX = "prism.reindex"
+STATUS = "prism.status"
+PAUSE_INDEXING = "prism.pauseIndexing"
+RESUME_INDEXING = "prism.resumeIndexing"
+
+MAX_TOP = 1000
+
+
+@dataclass(frozen=True)
+class FindArgs:
+    description: str
+    top: int
+    strategy: str
+
+
+def find_args(arguments: Sequence[Any], default_strategy: str) -> FindArgs:
+    """The one argument object of prism.findFunction, or InvalidParams saying what is wrong."""
+    usage = ('prism.findFunction takes one object argument: {"description": str, '
+             '"top": int = 10, "strategy": str}')
+    if len(arguments) != 1 or not isinstance(arguments[0], Mapping):
+        raise JsonRpcInvalidParams(f"{usage}; got {len(arguments)} argument(s)"
+                                   + ("" if len(arguments) != 1 else
+                                      f" of type {type(arguments[0]).__name__}"))
+    given = arguments[0]
+    unknown = sorted(set(given) - {"description", "top", "strategy"})
+    if unknown:
+        raise JsonRpcInvalidParams(f"{usage}; unknown field(s): {', '.join(unknown)}")
+    description = given.get("description")
+    if not isinstance(description, str) or not description.strip():
+        raise JsonRpcInvalidParams(f"{usage}; \"description\" must be a non-empty string")
+    top = given.get("top", 10)
+    if isinstance(top, bool) or not isinstance(top, int) or not 1 <= top <= MAX_TOP:
+        raise JsonRpcInvalidParams(f"\"top\" must be an integer from 1 to {MAX_TOP}, got {top!r}")
+    strategy = given.get("strategy", default_strategy)
+    if strategy not in FIND_STRATEGIES:
+        raise JsonRpcInvalidParams(f"unknown strategy {strategy!r}; available: "
+                                   f"{', '.join(FIND_STRATEGIES)}")
+    return FindArgs(description.strip(), top, strategy)
+
+
+def no_args(command: str, arguments: Sequence[Any]) -> None:
+    # VS Code passes nothing; some clients pass one empty object.
+    if arguments and list(arguments) != [{}]:
+        raise JsonRpcInvalidParams(f"{command} takes no arguments, got {list(arguments)!r}")
+
+
+def found_json(found: Found, codec: PositionCodec) -> dict[str, Any]:
+    f = found.function
+    return {
+        "name": f.name,
+        "qualname": f.qualname,
+        "uri": path_uri(found.root / f.path),
+        "range": _range_json(lines_range(codec, f.start_line, f.end_line, found.last_line)),
+        "score": f.score,
+        "reason": f.reason,
+    }
+
+
+def _range_json(r) -> dict[str, Any]:
+    return {"start": {"line": r.start.line, "character": r.start.character},
+            "end": {"line": r.end.line, "character": r.end.character}}

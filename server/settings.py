@@ -1,0 +1,183 @@
+"""The server's settings: the editor's `prism.*` settings, sent as initializationOptions.
+
+Editors send what users typed, so parsing is tolerant: a bad value is replaced by its
+default with a warning that names the setting, the value and what was expected, and
+unknown keys are reported rather than silently ignored. Both nested objects
+(`{"completion": {"enabled": true}}`) and dotted keys (`{"completion.enabled": true}`)
+are accepted, optionally under a `prism` section.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from prism_code.tasks.find_function import DEFAULT_FIND_ALPHA
+
+# Strategies that exist now; prism, wim and long-context arrive with the PRISM issue.
+FIND_STRATEGIES = ("retrieval",)
+
+
+@dataclass(frozen=True)
+class Settings:
+    model_path: Path | None = None  # a GGUF file for the local LLM; None: the installed default
+    threads: int = 2  # CPU threads for the local LLM
+    completion_enabled: bool = True
+    completion_max_lines: int = 8
+    fragrel_alpha: float = DEFAULT_FIND_ALPHA
+    find_strategy: str = "retrieval"
+    exclude: tuple[str, ...] = ()  # gitignore-style patterns left out of the index
+    cache_dir: Path | None = None  # None: the user cache (or $PRISM_CODE_CACHE_DIR)
+    warnings: tuple[str, ...] = field(default=(), compare=False)
+
+    def to_json(self) -> dict[str, Any]:
+        return {KEYS[f.name]: _jsonable(getattr(self, f.name)) for f in fields(self)
+                if f.name in KEYS}
+
+
+# Setting name as the editor spells it -> field.
+KEYS = {
+    "model_path": "modelPath",
+    "threads": "threads",
+    "completion_enabled": "completion.enabled",
+    "completion_max_lines": "completion.maxLines",
+    "fragrel_alpha": "fragrel.alpha",
+    "find_strategy": "find.strategy",
+    "exclude": "exclude",
+    "cache_dir": "cacheDir",
+}
+
+
+def parse_settings(raw: Any, base: Any = None) -> Settings:
+    """Settings from `raw` over `base`; never raises.
+
+    `base` is the initializationOptions: a configuration change that leaves a setting out
+    (a client sending only what it knows) must not move the index to the default cache.
+    """
+    warnings: list[str] = []
+    changed = _flatten(raw, warnings)
+    # Values from `base` were judged (and warned about) when it was applied.
+    flat = {**_flatten(base, []), **changed}
+    values: dict[str, Any] = {}
+    by_key = {key: name for name, key in KEYS.items()}
+    for key, value in flat.items():
+        name = by_key.get(key)
+        if name is None or value is None:
+            if name is None and key in changed:
+                warnings.append(f"unknown setting prism.{key} ignored")
+            continue
+        parsed = _PARSERS[name](value)
+        if not isinstance(parsed, _Invalid):
+            values[name] = parsed
+        elif key in changed:
+            warnings.append(f"prism.{key}: {value!r} is not {parsed.expected}; "
+                            f"using the default {_jsonable(getattr(Settings, name))!r}")
+    return Settings(**values, warnings=tuple(warnings))
+
+
+def _flatten(raw: Any, warnings: list[str]) -> dict[str, Any]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        warnings.append(f"settings must be an object, got {type(raw).__name__}: ignored")
+        return {}
+    if set(raw) == {"prism"} and isinstance(raw["prism"], Mapping):
+        raw = raw["prism"]
+    flat: dict[str, Any] = {}
+
+    def walk(prefix: str, node: Mapping) -> None:
+        for key, value in node.items():
+            name = f"{prefix}{key}"
+            # Only the two groups are objects; any other object is a value (and then invalid).
+            if isinstance(value, Mapping) and name in ("completion", "fragrel", "find"):
+                walk(f"{name}.", value)
+            else:
+                flat[name] = value
+
+    walk("", raw)
+    return flat
+
+
+@dataclass(frozen=True)
+class _Invalid:
+    expected: str
+
+
+def _int(low: int, high: int):
+    expected = f"an integer from {low} to {high}"
+
+    def parse(value: Any) -> int | _Invalid:
+        if isinstance(value, str) and re.fullmatch(r"\s*[+-]?\d+\s*", value):
+            value = int(value)
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            return _Invalid(expected)
+        return value
+    return parse
+
+
+def _float(low: float, high: float):
+    def parse(value: Any) -> float | _Invalid:
+        if isinstance(value, bool):
+            return _Invalid(f"a number from {low} to {high}")
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            return _Invalid(f"a number from {low} to {high}")
+        return number if low <= number <= high else _Invalid(f"a number from {low} to {high}")
+    return parse
+
+
+def _bool(value: Any) -> bool | _Invalid:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    return _Invalid("true or false")
+
+
+def _strategy(value: Any) -> str | _Invalid:
+    if isinstance(value, str) and value.strip() in FIND_STRATEGIES:
+        return value.strip()
+    return _Invalid(f"one of {', '.join(FIND_STRATEGIES)}")
+
+
+def _patterns(value: Any) -> tuple[str, ...] | _Invalid:
+    if isinstance(value, str):
+        value = [value]
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return tuple(v for v in value if v.strip())
+    return _Invalid("a list of gitignore-style patterns")
+
+
+def _path(value: Any) -> Path | None | _Invalid:
+    if not isinstance(value, str):
+        return _Invalid("a path")
+    if not value.strip():
+        return None
+    path = Path(value).expanduser()
+    return path if path.is_absolute() else _Invalid("an absolute path")
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, tuple):
+        return list(value)
+    return value
+
+
+_PARSERS = {
+    "model_path": _path,
+    "threads": _int(1, 256),
+    "completion_enabled": _bool,
+    "completion_max_lines": _int(1, 200),
+    "fragrel_alpha": _float(0.0, 10.0),
+    "find_strategy": _strategy,
+    "exclude": _patterns,
+    "cache_dir": _path,
+}

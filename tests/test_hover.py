@@ -1,0 +1,145 @@
+"""Hover notes on real parses: the symbol under the cursor, its docstring, callers and callees."""
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from prism_code.index import RepoIndex
+from prism_code.tasks.hover import HoverNote, call_links, describe, summary, symbol_at
+
+FIXTURE = Path(__file__).parent / "fixtures" / "multilang"
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory: pytest.TempPathFactory) -> RepoIndex:
+    root = tmp_path_factory.mktemp("hover") / "multilang"
+    shutil.copytree(FIXTURE, root)
+    index = RepoIndex(root, cache_dir=root.parent / "cache")
+    index.update()
+    yield index
+    index.close()
+
+
+def at(index: RepoIndex, path: str, line_text: str, word: str, text: str | None = None):
+    """symbol_at with the cursor on the middle of `word` in the first line holding `line_text`."""
+    lines = (text if text is not None else "\n".join(index.lines[path])).split("\n")
+    row = next(i for i, line in enumerate(lines) if line_text in line)
+    column = lines[row].index(word, lines[row].index(line_text)) + len(word) // 2
+    return symbol_at(index, path, row + 1, column, text)
+
+
+def test_call_site_resolves_across_files(index):
+    symbol = at(index, "pkg/core.py", "scaled = helper(count)", "helper")
+    assert (symbol.qualname, symbol.path, symbol.found_at) == ("helper", "pkg/util.py", "call")
+    assert (symbol.start_line, symbol.end_line) == (9, 11)
+    assert symbol.signature == "def helper(value, scale=DEFAULT_SCALE)"
+    # The cursor's identifier, for the hover range.
+    line = index.lines["pkg/core.py"][symbol.line - 1]
+    assert line[symbol.start_col:symbol.end_col] == "helper"
+
+
+def test_callers_are_calls_not_imports(index):
+    note = describe(index, at(index, "pkg/util.py", "def helper", "helper"))
+    # core.py also imports helper: that import edge has the call weight but is no caller.
+    assert note.callers == ["Inventory.add (pkg/core.py:26)", "build (pkg/core.py:42)",
+                            "main (tools/report.py:8)"]
+    assert note.callees == []
+    assert note.summary == "Scale a value and round it up."
+
+
+def test_definition_hover_note(index):
+    note = describe(index, at(index, "pkg/core.py", "def build(", "build"))
+    assert note.symbol.found_at == "definition"
+    assert note.summary == "Build an inventory holding one item."  # the comment above it
+    assert note.callers == ["main (tools/report.py:8)", "module code (pkg/core.py:48)"]
+    assert note.callees == ["Inventory (pkg/core.py:12)", "helper (pkg/util.py:9)"]
+    text = note.markdown()
+    assert text.startswith("```python\ndef build(item: str, count: int = 1) -> Inventory\n```")
+    assert "function `build`, defined in `pkg/core.py:42`" in text
+    assert "callers: 2 (`main (tools/report.py:8)`, `module code (pkg/core.py:48)`)" in text
+    assert "callees: 2" in text
+
+
+def test_docstring_summary_is_the_first_paragraph(index):
+    note = describe(index, at(index, "pkg/core.py", "class Inventory", "Inventory"))
+    assert note.symbol.kind == "class"
+    assert note.summary == "Keeps item counts."
+    assert summary("  One line\n  continued.\n\n  Second paragraph.") == "One line continued."
+    assert summary("") == ""
+
+
+def test_methods_and_nested_functions(index):
+    method = at(index, "pkg/core.py", "def add(", "add")
+    assert method.qualname == "Inventory.add" and method.kind == "method"
+    callers, callees = call_links(index.graph, method.node)
+    assert {index.graph.g.nodes[n]["qualname"] for n in callers} == {"Inventory.load"}
+    assert {index.graph.g.nodes[n]["qualname"] for n in callees} == {"helper"}
+    nested = at(index, "pkg/core.py", "rows = [parse(line)", "parse")
+    assert nested.qualname == "Inventory.load.parse" and nested.found_at == "call"
+
+
+@pytest.mark.parametrize("path, line_text, word, qualname, target", [
+    ("web/app.ts", "return fmt(total(this.items))", "total", "total", "web/lib.ts"),
+    ("web/app.ts", "this.render();", "render", "Checkout.render", "web/app.ts"),
+    ("go/cmd/main.go", "s := st.New()", "New", "New", "go/store/store.go"),
+    ("go/cmd/main.go", 's.Add("apple", 2)', "Add", "Store.Add", "go/store/store.go"),
+    ("java/com/acme/Shop.java", "shop.checkout(", "checkout", "Shop.checkout",
+     "java/com/acme/Shop.java"),
+    ("c/math.c", "clamp((int)mean(xs, n)", "mean", "mean", "c/math.c"),
+    ("rust/src/lib.rs", "Point::new(0.0, 0.0)", "new", "Point.new", "rust/src/geo/mod.rs"),
+])
+def test_call_sites_in_other_languages(index, path, line_text, word, qualname, target):
+    symbol = at(index, path, line_text, word)
+    assert (symbol.qualname, symbol.path, symbol.found_at) == (qualname, target, "call")
+
+
+def test_nothing_to_say_is_none(index):
+    assert symbol_at(index, "rust/Cargo.toml", 1, 1) is None  # no grammar for TOML
+    assert symbol_at(index, "pkg/core.py", 2, 0) is None  # an empty line
+    assert symbol_at(index, "pkg/core.py", 999, 0) is None
+    assert at(index, "pkg/core.py", "import logging", "logging") is None  # a name, not a definition
+    # A call the graph does not resolve (a method on a local variable).
+    assert at(index, "pkg/core.py", "inventory.add(item", "add") is None
+
+
+def test_cursor_just_after_the_name(index):
+    row = next(i for i, line in enumerate(index.lines["pkg/core.py"]) if "def build(" in line)
+    line = index.lines["pkg/core.py"][row]
+    assert symbol_at(index, "pkg/core.py", row + 1, line.index("(")).qualname == "build"
+
+
+def test_unsaved_buffer_counts(index):
+    disk = "\n".join(index.lines["pkg/core.py"])
+    # Three new lines on top shift every line; the call is still resolved through its caller.
+    buffer = "# one\n# two\n# three\n" + disk + (
+        "\n\ndef restock(inventory):\n    \"\"\"Top every item up.\"\"\"\n    return helper(3)\n")
+    shifted = at(index, "pkg/core.py", "scaled = helper(count)", "helper", buffer)
+    assert shifted.qualname == "helper" and shifted.path == "pkg/util.py"
+    new = at(index, "pkg/core.py", "def restock", "restock", buffer)
+    assert (new.qualname, new.signature, new.found_at) == ("restock", "def restock(inventory)",
+                                                           "definition")
+    note = describe(index, new)  # not in the graph yet: no links, no error
+    assert note.callers == [] and note.callees == [] and note.summary == "Top every item up."
+
+
+def test_callers_list_is_capped_but_counted(tmp_path):
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "lib.py").write_text("def target():\n    return 1\n")
+    (root / "use.py").write_text("from lib import target\n\n" + "".join(
+        f"def caller_{i}():\n    return target()\n\n" for i in range(7)))
+    index = RepoIndex(root, cache_dir=tmp_path / "cache")
+    index.update()
+    note = describe(index, symbol_at(index, "lib.py", 1, 5))
+    index.close()
+    assert len(note.callers) == 7
+    assert "callers: 7 (" in note.markdown() and "and 2 more)" in note.markdown()
+
+
+def test_the_note_field_is_rendered_when_filled(index):
+    note = describe(index, at(index, "pkg/util.py", "def helper", "helper"))
+    assert isinstance(note, HoverNote) and note.note == {}
+    note.note = {"purpose": "scales counts", "input": "a number"}
+    assert "**purpose**: scales counts" in note.markdown()
+    assert "**input**: a number" in note.markdown()

@@ -1,0 +1,329 @@
+"""The language server end to end: a real server process, driven over stdio by pytest-lsp
+presenting the capabilities VS Code really sends."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcRequestCancelled
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURE = Path(__file__).parent / "fixtures" / "multilang"
+INDEXING_TIMEOUT_S = 180
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("server") / "multilang"
+    shutil.copytree(FIXTURE, root)
+    return root
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def client(workspace: Path):
+    cache = workspace.parent / "cache"
+    config = ClientServerConfig(
+        server_command=[sys.executable, "-m", "server"],
+        # The default cache too is a temporary one: a test must never touch the user's.
+        server_env={**os.environ, "PYTHONPATH": str(REPO),
+                    "PRISM_CODE_CACHE_DIR": str(workspace.parent / "default-cache")})
+    lsp_client = await config.start()
+    await lsp_client.initialize_session(types.InitializeParams(
+        capabilities=client_capabilities("visual-studio-code"),
+        root_uri=workspace.as_uri(),
+        workspace_folders=[types.WorkspaceFolder(uri=workspace.as_uri(), name=workspace.name)],
+        initialization_options={"cacheDir": str(cache), "find": {"strategy": "retrieval"},
+                                "threads": "lots"},
+    ))
+    await wait_for_indexing(lsp_client)
+    yield lsp_client
+    await lsp_client.shutdown_session()
+    await lsp_client.stop()
+    assert not (workspace.parent / "default-cache").exists()
+
+
+async def wait_for_indexing(client: LanguageClient) -> None:
+    deadline = time.monotonic() + INDEXING_TIMEOUT_S
+    while time.monotonic() < deadline:
+        ended = [t for t, values in client.progress_reports.items()
+                 if any(isinstance(v, types.WorkDoneProgressEnd) for v in values)]
+        if ended:
+            return
+        await asyncio.sleep(0.1)
+    raise TimeoutError(f"indexing did not finish in {INDEXING_TIMEOUT_S} s")
+
+
+async def command(client: LanguageClient, name: str, *arguments):
+    return await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command=name, arguments=list(arguments)))
+
+
+async def find(client: LanguageClient, description: str, top: int = 5) -> list[dict]:
+    return await command(client, "prism.findFunction", {"description": description, "top": top})
+
+
+def open_file(client: LanguageClient, path: Path) -> str:
+    uri = path.as_uri()
+    client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
+        uri=uri, language_id="python", version=1, text=path.read_text())))
+    return uri
+
+
+def position_of(path: Path, line_text: str, word: str) -> types.Position:
+    lines = path.read_text().split("\n")
+    row = next(i for i, line in enumerate(lines) if line_text in line)
+    return types.Position(line=row, character=lines[row].index(word) + 1)
+
+
+async def hover(client: LanguageClient, uri: str, position: types.Position) -> types.Hover | None:
+    return await client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), position=position))
+
+
+async def test_indexing_reports_progress(client: LanguageClient):
+    tokens = [t for t in client.progress_reports if str(t).startswith("prism-index/")]
+    assert tokens
+    values = client.progress_reports[tokens[0]]
+    assert isinstance(values[0], types.WorkDoneProgressBegin)
+    assert values[0].title.startswith("Indexing multilang")
+    reports = [v for v in values if isinstance(v, types.WorkDoneProgressReport)]
+    assert reports and all(r.percentage is not None for r in reports)
+    percentages = [r.percentage for r in reports]
+    assert percentages == sorted(percentages) and percentages[-1] == 100
+    assert any(r.message.startswith("embeddings") for r in reports)
+    assert isinstance(values[-1], types.WorkDoneProgressEnd)
+    assert "functions" in values[-1].message
+
+
+async def test_status_reports_counts(client: LanguageClient, workspace: Path):
+    status = await command(client, "prism.status")
+    assert status["state"] == "idle"
+    assert status["files"] == 20 and status["functions"] == 47
+    assert status["embeddings"]["total"] > 0
+    assert status["embeddings"]["done"] == status["embeddings"]["total"]
+    assert status["cacheDir"] == str(workspace.parent / "cache")
+    assert status["workspaces"][0]["index"].startswith(str(workspace.parent / "cache"))
+    assert status["modelPath"] is None
+    # The bad setting was reported and replaced by its default.
+    assert status["settings"]["threads"] == 2
+    assert any("prism.threads" in m.message for m in client.log_messages)
+
+
+async def test_find_function_returns_uri_and_range(client: LanguageClient, workspace: Path):
+    results = await find(client, "scale a value and round it up", top=3)
+    best = results[0]
+    assert best["qualname"] == "helper" and best["name"] == "helper"
+    assert best["uri"] == (workspace / "pkg" / "util.py").as_uri()
+    lines = (workspace / "pkg" / "util.py").read_text().split("\n")
+    assert best["range"] == {"start": {"line": 8, "character": 0},
+                             "end": {"line": 10, "character": len(lines[10])}}
+    assert lines[8].startswith("def helper")
+    assert "dense_code" in best["reason"]  # embeddings are in use once indexing ended
+    assert len(results) == 3 and results[0]["score"] >= results[1]["score"] >= results[2]["score"]
+
+
+async def test_hover_at_a_call_site(client: LanguageClient, workspace: Path):
+    core = workspace / "pkg" / "core.py"
+    uri = open_file(client, core)
+    result = await hover(client, uri, position_of(core, "scaled = helper(count)", "helper"))
+    assert result is not None
+    text = result.contents.value
+    assert result.contents.kind == types.MarkupKind.Markdown
+    assert "def helper(value, scale=DEFAULT_SCALE)" in text
+    assert "Scale a value and round it up." in text
+    assert "defined in `pkg/util.py:9`" in text
+    assert "callers: 3" in text and "Inventory.add" in text and "callees: 0" in text
+    assert result.range.start.line == result.range.end.line
+    assert result.range.end.character - result.range.start.character == len("helper")
+
+
+async def test_hover_at_a_definition(client: LanguageClient, workspace: Path):
+    core = workspace / "pkg" / "core.py"
+    uri = open_file(client, core)
+    result = await hover(client, uri, position_of(core, "def build(", "build"))
+    text = result.contents.value
+    assert "def build(item: str, count: int = 1) -> Inventory" in text
+    assert "Build an inventory holding one item." in text
+    assert "callers: 2" in text and "main (tools/report.py:8)" in text
+    assert "callees: 2" in text and "`helper (pkg/util.py:9)`" in text
+    # Not on a name, a language without a grammar, a file outside the workspace: no hover.
+    assert await hover(client, uri, types.Position(line=1, character=0)) is None
+    toml = workspace / "rust" / "Cargo.toml"
+    assert await hover(client, open_file(client, toml), types.Position(line=0, character=1)) is None
+    outside = workspace.parent / "outside.py"
+    outside.write_text("def lonely():\n    return lonely()\n")
+    assert await hover(client, open_file(client, outside), types.Position(line=0, character=5)) is None
+
+
+async def test_hover_positions_are_utf16_and_lines_split_at_newlines(client: LanguageClient,
+                                                                    workspace: Path):
+    # A form feed (a line break to str.splitlines, not to LSP) above, an emoji (two UTF-16
+    # units) before the name on its line: the hover must still land on `helper`.
+    core = workspace / "pkg" / "core.py"
+    text = "# \x0c page\n" + core.read_text().replace(
+        "scaled = helper(count)", 'scaled = "\U0001F600" and helper(count)')
+    uri = core.as_uri()
+    client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
+        uri=uri, language_id="python", version=1, text=text)))
+    lines = text.split("\n")
+    row = next(i for i, line in enumerate(lines) if "and helper(count)" in line)
+    column = lines[row].index("helper") + 1  # +1: the emoji is two UTF-16 units
+    result = await hover(client, uri, types.Position(line=row, character=column + 2))
+    assert "def helper(value, scale=DEFAULT_SCALE)" in result.contents.value
+    assert (result.range.start.line, result.range.start.character) == (row, column)
+    assert result.range.end.character == column + len("helper")
+    client.text_document_did_close(types.DidCloseTextDocumentParams(
+        text_document=types.TextDocumentIdentifier(uri=uri)))
+
+
+async def test_unsaved_edit_is_found_and_hovered(client: LanguageClient, workspace: Path):
+    util = workspace / "pkg" / "util.py"
+    on_disk = util.read_text()
+    uri = open_file(client, util)
+    end = len(on_disk.split("\n")) - 1
+    added = ('\n\ndef frobnicate_widgets(widgets):\n'
+             '    """Polish every widget until it shines like a mirror."""\n'
+             '    return [helper(w) for w in widgets]\n')
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+        content_changes=[types.TextDocumentContentChangePartial(
+            range=types.Range(start=types.Position(line=end, character=0),
+                              end=types.Position(line=end, character=0)),
+            text=added)]))
+    results = await poll_find(client, "polish every widget until it shines like a mirror",
+                              lambda r: r and r[0]["name"] == "frobnicate_widgets")
+    assert results[0]["uri"] == uri
+    assert util.read_text() == on_disk  # only the buffer changed
+    new_line = on_disk.count("\n") + 2
+    result = await hover(client, uri, types.Position(line=new_line, character=6))
+    assert "def frobnicate_widgets(widgets)" in result.contents.value
+    assert "callees: 1" in result.contents.value  # the graph already links the new call
+
+    # Closing without saving drops the edit: the disk is right again.
+    client.text_document_did_close(types.DidCloseTextDocumentParams(
+        text_document=types.TextDocumentIdentifier(uri=uri)))
+    await poll_find(client, "polish every widget until it shines like a mirror",
+                    lambda r: all(hit["name"] != "frobnicate_widgets" for hit in r))
+
+
+async def poll_find(client: LanguageClient, description: str, done, timeout: float = 60):
+    deadline = time.monotonic() + timeout
+    while True:
+        results = await find(client, description)
+        if done(results) or time.monotonic() > deadline:
+            assert done(results), results
+            return results
+        await asyncio.sleep(0.2)
+
+
+@pytest.mark.parametrize("arguments, message", [
+    ([], "one object argument"),
+    ([{}], '"description" must be a non-empty string'),
+    ([{"description": "   "}], '"description" must be a non-empty string'),
+    (["parse a file"], "of type str"),
+    ([{"description": "x", "top": 0}], '"top" must be an integer'),
+    ([{"description": "x", "top": "3"}], '"top" must be an integer'),
+    ([{"description": "x", "strategy": "wim"}], "available: retrieval"),
+    ([{"description": "x", "limit": 3}], "unknown field(s): limit"),
+])
+async def test_malformed_find_requests_get_clear_errors(client: LanguageClient, arguments, message):
+    with pytest.raises(JsonRpcInvalidParams) as error:
+        await command(client, "prism.findFunction", *arguments)
+    assert message in str(error.value)
+    assert (await command(client, "prism.status"))["files"] == 20
+
+
+async def test_unknown_command_is_an_error_and_the_server_keeps_serving(client: LanguageClient):
+    with pytest.raises(JsonRpcException) as error:
+        await command(client, "prism.noSuchCommand")
+    assert "prism.noSuchCommand" in str(error.value)
+    with pytest.raises(JsonRpcInvalidParams, match="takes no arguments"):
+        await command(client, "prism.status", {"verbose": True})
+    assert (await find(client, "arithmetic mean of values", top=1))[0]["name"] == "mean"
+
+
+async def test_cancelled_search_is_answered_and_never_runs(client: LanguageClient,
+                                                          workspace: Path):
+    # Hovers over a 2 MB unsaved buffer keep both request threads busy for a while, so the
+    # search waits in the queue when its cancel arrives: it must be answered as cancelled.
+    big = workspace / "pkg" / "generated.py"
+    text = "".join(f"def f{i}(x):\n    return g{i}(x)\n" for i in range(60000))
+    uri = big.as_uri()
+    client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
+        uri=uri, language_id="python", version=1, text=text)))
+    hovers = [hover(client, uri, types.Position(line=0, character=5)) for _ in range(2)]
+    hovering = asyncio.gather(*hovers)
+    await asyncio.sleep(0.2)
+    params = types.ExecuteCommandParams(command="prism.findFunction",
+                                        arguments=[{"description": "total area of all shapes"}])
+    search = asyncio.ensure_future(client.protocol.send_request_async(
+        types.WORKSPACE_EXECUTE_COMMAND, params, msg_id="search-to-cancel"))
+    await asyncio.sleep(0.1)  # the request is on its way before the cancel
+    client.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id="search-to-cancel"))
+    with pytest.raises(JsonRpcRequestCancelled):
+        await search
+    assert all("def f0(x)" in h.contents.value for h in await hovering)
+    client.text_document_did_close(types.DidCloseTextDocumentParams(
+        text_document=types.TextDocumentIdentifier(uri=uri)))
+    assert (await find(client, "total area of all shapes", top=1))[0]["name"] == "total_area"
+
+
+async def test_files_changed_outside_the_editor(client: LanguageClient, workspace: Path):
+    report = workspace / "tools" / "report.py"
+    original = report.read_text()
+    report.write_text(original + '\n\ndef audit_ledger():\n    """Reconcile the ledger with the '
+                      'warehouse count."""\n    return main()\n')
+    client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(changes=[
+        types.FileEvent(uri=report.as_uri(), type=types.FileChangeType.Changed)]))
+    await poll_find(client, "reconcile the ledger with the warehouse count",
+                    lambda r: r and r[0]["name"] == "audit_ledger")
+    report.write_text(original)
+    client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(changes=[
+        types.FileEvent(uri=report.as_uri(), type=types.FileChangeType.Changed)]))
+    await poll_find(client, "reconcile the ledger with the warehouse count",
+                    lambda r: all(hit["name"] != "audit_ledger" for hit in r))
+
+
+async def test_workspace_folders_come_and_go(client: LanguageClient, workspace: Path):
+    second = workspace.parent / "pyrepo"
+    shutil.copytree(FIXTURE.parent / "pyrepo", second)
+    folder = types.WorkspaceFolder(uri=second.as_uri(), name="pyrepo")
+    client.workspace_did_change_workspace_folders(types.DidChangeWorkspaceFoldersParams(
+        event=types.WorkspaceFoldersChangeEvent(added=[folder], removed=[])))
+    hits = await poll_find(client, "greet", lambda r: any(h["qualname"] == "Greeter.greet"
+                                                          for h in r))
+    greet = next(h for h in hits if h["qualname"] == "Greeter.greet")
+    assert greet["uri"] == (second / "pkg" / "a.py").as_uri()
+    assert len((await command(client, "prism.status"))["workspaces"]) == 2
+    client.workspace_did_change_workspace_folders(types.DidChangeWorkspaceFoldersParams(
+        event=types.WorkspaceFoldersChangeEvent(added=[], removed=[folder])))
+    await poll_find(client, "greet", lambda r: all(h["qualname"] != "Greeter.greet" for h in r))
+    assert len((await command(client, "prism.status"))["workspaces"]) == 1
+
+
+async def test_pause_resume_and_configuration_changes(client: LanguageClient):
+    paused = await command(client, "prism.pauseIndexing")
+    assert paused["state"] == "paused"
+    resumed = await command(client, "prism.resumeIndexing")
+    assert resumed["state"] != "paused"
+    client.set_configuration({"fragrel": {"alpha": 0.25}, "exclude": ["c/"]}, section="prism")
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
+    deadline = time.monotonic() + 60
+    while True:
+        status = await command(client, "prism.status")
+        if (status["settings"]["fragrel.alpha"] == 0.25 and status["state"] == "idle"
+                and status["files"] == 18) or time.monotonic() > deadline:
+            break
+        await asyncio.sleep(0.2)
+    assert status["settings"]["exclude"] == ["c/"] and status["files"] == 18
+    assert all(hit["name"] != "mean" for hit in await find(client, "arithmetic mean of n values"))
