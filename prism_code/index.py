@@ -22,7 +22,7 @@ from prism_code.parse import language_for_path, parse_source
 from prism_code.parse.model import Definition, ParsedFile
 from prism_code.relations import StrengthTable, relation_rows
 from prism_code.store import Store, workspace_db_path
-from prism_code.workspace import (FileState, LoadedFile, ScanDiff, ScannedFile, content_hash,
+from prism_code.workspace import (LoadedFile, ScanDiff, ScannedFile, content_hash,
                                   diff_scan, resolve_workspace, scan)
 
 log = logging.getLogger(__name__)

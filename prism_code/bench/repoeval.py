@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import resource
 import statistics
-import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 

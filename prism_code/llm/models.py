@@ -25,6 +25,8 @@ from pathlib import Path
 
 import platformdirs
 
+from prism_code.atomic import atomic_write
+
 log = logging.getLogger(__name__)
 
 Progress = Callable[[int, int], None]
@@ -162,16 +164,7 @@ def _write_record(path: Path, sha256: str) -> None:
 
 
 def _atomic_write_text(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write(path, [text.encode()])
 
 
 def hash_file(path: Path, progress: Progress | None = None) -> str:

@@ -17,7 +17,6 @@ import json
 import logging
 import os
 import struct
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -25,6 +24,8 @@ from pathlib import Path
 
 import llama_cpp
 import platformdirs
+
+from prism_code.atomic import atomic_write
 
 from .runtime import LlamaSession, common_prefix
 
@@ -106,20 +107,7 @@ class StateCache:
             log.info("state of %d tokens (%d bytes) exceeds the cache cap; not saved", n_tokens, total)
             return None
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(MAGIC)
-                f.write(struct.pack("<I", len(header)))
-                f.write(header)
-                f.write(_pack(tokens))
-                f.write(payload)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        atomic_write(path, [MAGIC, struct.pack("<I", len(header)), header, _pack(tokens), payload])
         self.evict(keep=path)
         return path
 
