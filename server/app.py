@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import unquote
 
 from lsprotocol import types
@@ -23,14 +23,20 @@ from pygls.exceptions import JsonRpcInternalError, JsonRpcInvalidParams, JsonRpc
 from pygls.lsp.server import LanguageServer
 
 from prism_code.cancel import Cancelled
-from prism_code.parse.languages import EXTENSION_LANGUAGES
+from prism_code.parse.languages import EXTENSION_LANGUAGES, language_for_path
 from prism_code.retrieval.dense import ModelUnavailable
-from server import commands
+from prism_code.store import default_cache_dir
+from server import commands, completion_items
 from server.bridge import ClientBridge, ClientLogHandler
 from server.cancellation import CancellableProtocol
+from server.completion_engine import CompletionEngine, CompletionRequest, last_code_position
+from server.model_host import ModelHost
 from server.locations import cursor, lsp_lines, span_range, uri_path
 from server.settings import Settings, parse_settings
 from server.workspace_state import WorkspaceState
+
+if TYPE_CHECKING:
+    from prism_code.tasks.complete import CompletionResult
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +56,7 @@ class PrismServer(LanguageServer):
         self.initialization_options: Any = None
         self.states: dict[Path, WorkspaceState] = {}
         self.bridge: ClientBridge | None = None
+        self.completions: CompletionEngine | None = None
         self.pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="prism-request")
 
     # ---- plumbing shared by handlers -----------------------------------------------------
@@ -84,6 +91,39 @@ class PrismServer(LanguageServer):
         self.settings = settings
         for state in self.states.values():
             state.reconfigure(settings)
+        if self.completions is not None:
+            self.completions.configure(settings.model_path, settings.threads,
+                                       settings.completion_max_lines,
+                                       (settings.cache_dir or default_cache_dir()) / "kv-states")
+
+    def index_busy(self) -> bool:
+        return any(state.busy for state in list(self.states.values()))
+
+    def completion_document(self, uri: str) -> tuple[WorkspaceState, str, str] | None:
+        """(workspace, path, buffer text) of a document completions serve; None when off."""
+        if not self.settings.completion_enabled or self.completions is None:
+            return None
+        located, text = self.locate(uri), self.open_buffer(uri)
+        if located is None or text is None or language_for_path(located[1]) is None:
+            return None
+        return located[0], located[1], text
+
+    async def complete(self, uri: str,
+                       position: types.Position) -> tuple[CompletionResult | None, str] | None:
+        """The completion at a position (None: nothing to offer) and the cursor line's text
+        before the cursor; None when completions do not serve this document."""
+        document = self.completion_document(uri)
+        if document is None or self.completions is None:
+            return None
+        state, path, text = document
+        lines = lsp_lines(text)
+        line, col = cursor(self.workspace.position_codec, lines, position)
+        request = CompletionRequest(uri, state, path, text, line, col + 1)
+        with self.protocol.cancellable() as flag:
+            result = await self.completions.complete(request, flag)
+        if result is not None and not result.completion.strip():
+            result = None
+        return result, lines[line - 1][:col]
 
     def open_workspaces(self) -> None:
         folders = [uri_path(f.uri) for f in self.workspace.folders.values()]
@@ -115,7 +155,9 @@ SERVER = PrismServer()
 
 @SERVER.feature(types.INITIALIZE)
 def initialize(ls: PrismServer, params: types.InitializeParams) -> None:
-    ls.bridge = ClientBridge(ls, asyncio.get_running_loop())
+    bridge = ls.bridge = ClientBridge(ls, asyncio.get_running_loop())
+    host = ModelHost(lambda message: bridge.show(types.MessageType.Error, message))
+    ls.completions = CompletionEngine(asyncio.get_running_loop(), host, ls.index_busy)
     handler = ClientLogHandler(ls.bridge)
     for name in ("prism_code", "server"):
         logging.getLogger(name).addHandler(handler)
@@ -149,6 +191,8 @@ async def watch_files(ls: PrismServer) -> None:
 
 @SERVER.feature(types.SHUTDOWN)
 async def shutdown(ls: PrismServer, params: None) -> None:
+    if ls.completions is not None:
+        await ls.completions.aclose()
     states = list(ls.states.values())
     await asyncio.get_running_loop().run_in_executor(
         None, lambda: [state.stop() for state in states])
@@ -184,9 +228,15 @@ def did_change_folders(ls: PrismServer, params: types.DidChangeWorkspaceFoldersP
 
 @SERVER.feature(types.TEXT_DOCUMENT_DID_OPEN)
 def did_open(ls: PrismServer, params: types.DidOpenTextDocumentParams) -> None:
-    if (located := ls.locate(params.text_document.uri)) is not None:
+    uri = params.text_document.uri
+    if (located := ls.locate(uri)) is not None:
         state, path = located
         state.set_buffer(path, params.text_document.text, EDIT_DEBOUNCE_S)
+    if ls.completions is not None and (document := ls.completion_document(uri)) is not None:
+        # The first completion in a file should not pay for loading the model and its context.
+        state, path, text = document
+        ls.completions.warm_when_idle(CompletionRequest(uri, state, path, text,
+                                                        *last_code_position(text)))
 
 
 @SERVER.feature(types.TEXT_DOCUMENT_DID_CHANGE)
@@ -206,6 +256,8 @@ def did_save(ls: PrismServer, params: types.DidSaveTextDocumentParams) -> None:
 
 @SERVER.feature(types.TEXT_DOCUMENT_DID_CLOSE)
 def did_close(ls: PrismServer, params: types.DidCloseTextDocumentParams) -> None:
+    if ls.completions is not None:
+        ls.completions.forget(params.text_document.uri)
     # Closing without saving throws the edits away: the disk is right again.
     if (located := ls.locate(params.text_document.uri)) is not None:
         state, path = located
@@ -255,6 +307,26 @@ def _accepts_markdown(ls: PrismServer) -> bool:
     return not formats or types.MarkupKind.Markdown in formats
 
 
+# ---- completion --------------------------------------------------------------------------
+
+
+@SERVER.feature(types.TEXT_DOCUMENT_COMPLETION, types.CompletionOptions(trigger_characters=["."]))
+async def completion(ls: PrismServer, params: types.CompletionParams) -> types.CompletionList:
+    answer = await ls.complete(params.text_document.uri, params.position)
+    if answer is None:
+        return types.CompletionList(is_incomplete=False, items=[])
+    result, before = answer
+    return completion_items.completion_list(result, before, params.position,
+                                             ls.workspace.position_codec)
+
+
+@SERVER.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions())
+async def inline_completion(ls: PrismServer,
+                            params: types.InlineCompletionParams) -> types.InlineCompletionList:
+    answer = await ls.complete(params.text_document.uri, params.position)
+    return completion_items.inline_list(answer[0] if answer else None, params.position)
+
+
 # ---- commands ----------------------------------------------------------------------------
 
 
@@ -298,6 +370,7 @@ def status(ls: PrismServer, *arguments: Any) -> dict[str, Any]:
         "embeddings": {key: sum(f["embeddings"][key] for f in folders) for key in ("done", "total")},
         "cacheDir": folders[0]["cacheDir"] if folders else None,
         "modelPath": ls.settings.to_json()["modelPath"],
+        **(ls.completions.status() if ls.completions is not None else {}),
         "settings": ls.settings.to_json(),
         "workspaces": folders,
     }

@@ -47,6 +47,10 @@ class ClientBridge:
         kind = next(kind for threshold, kind in _LEVELS if level >= threshold)
         self.call(self.ls.window_log_message, types.LogMessageParams(type=kind, message=message))
 
+    def show(self, kind: types.MessageType, message: str) -> None:
+        """A message the user sees (window/showMessage), not only the output panel."""
+        self.call(self.ls.window_show_message, types.ShowMessageParams(type=kind, message=message))
+
     def progress(self, title: str) -> "WorkDoneProgress":
         return WorkDoneProgress(self, title)
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from prism_code.llm.models import MODELS
 from prism_code.tasks.find_function import DEFAULT_FIND_ALPHA
 
 # Strategies that exist now; prism, wim and long-context arrive with the PRISM issue.
@@ -23,7 +24,8 @@ FIND_STRATEGIES = ("retrieval",)
 
 @dataclass(frozen=True)
 class Settings:
-    model_path: Path | None = None  # a GGUF file for the local LLM; None: the installed default
+    # A registry model name or an absolute GGUF path; None: the default registry model.
+    model_path: str | None = None
     threads: int = 2  # CPU threads for the local LLM
     completion_enabled: bool = True
     completion_max_lines: int = 8
@@ -73,8 +75,9 @@ def parse_settings(raw: Any, base: Any = None) -> Settings:
         if not isinstance(parsed, _Invalid):
             values[name] = parsed
         elif key in changed:
-            warnings.append(f"prism.{key}: {value!r} is not {parsed.expected}; "
-                            f"using the default {_jsonable(getattr(Settings, name))!r}")
+            default = _jsonable(getattr(Settings, name))
+            warnings.append(f"prism.{key}: {value!r} is not {parsed.expected}; using the default"
+                            + ("" if default is None else f" {default!r}"))
     return Settings(**values, warnings=tuple(warnings))
 
 
@@ -163,6 +166,19 @@ def _path(value: Any) -> Path | None | _Invalid:
     return path if path.is_absolute() else _Invalid("an absolute path")
 
 
+def _model(value: Any) -> str | None | _Invalid:
+    expected = f"a model name ({', '.join(sorted(MODELS))}) or an absolute path to a .gguf file"
+    if not isinstance(value, str):
+        return _Invalid(expected)
+    if not value.strip():
+        return None
+    if value.strip() in MODELS:
+        return value.strip()
+    path = Path(value).expanduser()
+    # Whether the file exists is the model loader's to say, with a message the user sees.
+    return str(path) if path.is_absolute() else _Invalid(expected)
+
+
 def _jsonable(value: Any) -> Any:
     if isinstance(value, Path):
         return str(value)
@@ -172,7 +188,7 @@ def _jsonable(value: Any) -> Any:
 
 
 _PARSERS = {
-    "model_path": _path,
+    "model_path": _model,
     "threads": _int(1, 256),
     "completion_enabled": _bool,
     "completion_max_lines": _int(1, 200),

@@ -160,6 +160,11 @@ class WorkspaceState:
                 self.index.set_overlay(path, text)
         self.schedule(delay)
 
+    @property
+    def busy(self) -> bool:
+        """Whether the worker is using a core right now (the model then leaves it one)."""
+        return self.state in (OPENING, INDEXING, EMBEDDING)
+
     # ---- queries (request threads) -------------------------------------------------------
 
     def relative(self, path: Path) -> str | None:

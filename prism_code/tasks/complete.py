@@ -111,12 +111,16 @@ class Completer:
             return False
         return self.state_cache.save_prefix(self.session, n) is not None
 
-    def warm(self, path: str, text: str, line: int, col: int) -> int:
-        """Evaluate the prompt for this cursor without generating; returns tokens evaluated."""
+    def warm(self, path: str, text: str, line: int, col: int,
+             cancelled: Callable[[], bool] | None = None) -> int:
+        """Evaluate the prompt for this cursor without generating; returns tokens evaluated.
+
+        `cancelled` lets a keystroke's completion take the model from a warm-up mid-prefill.
+        """
         prefix, suffix = split_at_cursor(text, line, col)
         prompt = self._prompt(path, prefix, suffix, self._retrieve(path, prefix))
         self._restore(prompt)
-        return self.session.prefill(prompt.tokens).encoded
+        return self.session.prefill(prompt.tokens, cancelled=cancelled).encoded
 
     def complete(self, path: str, text: str, line: int, col: int,
                  cancelled: Callable[[], bool] | None = None) -> CompletionResult:
