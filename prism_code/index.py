@@ -22,7 +22,7 @@ from prism_code.parse import language_for_path, parse_source
 from prism_code.parse.model import Definition, ParsedFile
 from prism_code.relations import StrengthTable, relation_rows
 from prism_code.store import Store, workspace_db_path
-from prism_code.workspace import (LoadedFile, ScanDiff, ScannedFile, content_hash,
+from prism_code.workspace import (FileState, LoadedFile, ScanDiff, ScannedFile, content_hash,
                                   diff_scan, resolve_workspace, scan)
 
 log = logging.getLogger(__name__)
@@ -146,7 +146,7 @@ class RepoIndex:
     def overlays(self) -> dict[str, str]:
         return self._overlays
 
-    def _diff(self, files: list[ScannedFile]) -> ScanDiff:
+    def _diff(self, files: list[ScannedFile], states: dict[str, FileState]) -> ScanDiff:
         """Stored states against the scan, with overlaid files compared by the overlay text."""
         overlays = self._overlays
         loaded: dict[str, LoadedFile] = {}
@@ -160,7 +160,6 @@ class RepoIndex:
                 continue
             loaded[file.path] = LoadedFile(ScannedFile(file.path, len(data), OVERLAY_MTIME_NS),
                                            data, content_hash(data))
-        states = self.store.file_states()
         diff = diff_scan({p: s for p, s in states.items() if p not in loaded},
                          [f for f in files if f.path not in loaded], self.root)
         for path, item in sorted(loaded.items()):
@@ -180,11 +179,12 @@ class RepoIndex:
         started = time.perf_counter()
         report = progress or (lambda stage, done, total: None)
         summary = IndexSummary()
+        states = self.store.file_states()
         result = scan(self.root, self.config.exclude, self.config.max_file_bytes,
-                      is_source=lambda p: language_for_path(p) is not None)
+                      is_source=lambda p: language_for_path(p) is not None, known=states)
         summary.skipped = len(result.skipped)
         summary.skipped_reasons = [(s.path, s.reason) for s in result.skipped]
-        diff = self._diff(result.files)
+        diff = self._diff(result.files, states)
         loaded = diff.added + diff.changed
         parsed: list[tuple[LoadedFile, str, ParsedFile]] = []
         for i, item in enumerate(loaded):

@@ -177,9 +177,14 @@ def scan(
     exclude: Sequence[str] = (),
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
     is_source: Callable[[str], bool] | None = None,
+    known: Mapping[str, FileState] | None = None,
 ) -> ScanResult:
-    """List the workspace files worth indexing; see the module docstring for the rules."""
-    scanner = _Scanner(resolve_workspace(root), exclude, max_file_bytes, is_source)
+    """List the workspace files worth indexing; see the module docstring for the rules.
+
+    Files in `known` (accepted by an earlier scan) whose size and mtime did not move are
+    not opened again: an edit-time update then reads only what changed.
+    """
+    scanner = _Scanner(resolve_workspace(root), exclude, max_file_bytes, is_source, known or {})
     return scanner.run()
 
 
@@ -226,8 +231,10 @@ class _Scanner:
         exclude: Sequence[str],
         max_file_bytes: int,
         is_source: Callable[[str], bool] | None,
+        known: Mapping[str, FileState],
     ) -> None:
         self.root = root
+        self.known = known
         self.real_root = Path(os.path.realpath(root))
         self.max_file_bytes = max_file_bytes
         self.is_source = is_source or (lambda _path: True)
@@ -337,6 +344,9 @@ class _Scanner:
         if rel.rsplit("/", 1)[-1].lower().endswith(MINIFIED_SUFFIXES):
             self._skip(rel, "minified")
             return None
+        seen = self.known.get(rel)
+        if seen is not None and seen.size == st.st_size and seen.mtime_ns == st.st_mtime_ns:
+            return ScannedFile(rel, st.st_size, st.st_mtime_ns)
         reason = self._content_reason(path, st.st_size)
         if reason is not None:
             self._skip(rel, reason)

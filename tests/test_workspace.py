@@ -518,3 +518,21 @@ def test_diff_scan_file_unreadable_after_scan(tmp_path: Path, monkeypatch) -> No
     assert diff.unreadable == ["a.py", "b.py"]
     assert diff.removed == ["a.py"]
     assert diff.added == [] and diff.changed == []
+
+
+def test_scan_does_not_reopen_known_unchanged_files(tmp_path, monkeypatch):
+    """An edit-time rescan opens only files whose size or mtime moved."""
+    from prism_code import workspace
+
+    (tmp_path / "a.py").write_text("x = 1\n")
+    (tmp_path / "b.py").write_text("y = 2\n")
+    first = scan(tmp_path)
+    known = {f.path: FileState(f.size, f.mtime_ns, "h") for f in first.files}
+    (tmp_path / "b.py").write_text("y = 22\n")
+    opened = []
+    real = workspace._Scanner._content_reason
+    monkeypatch.setattr(workspace._Scanner, "_content_reason",
+                        lambda self, path, size: opened.append(path.name) or real(self, path, size))
+    again = scan(tmp_path, known=known)
+    assert [f.path for f in again.files] == ["a.py", "b.py"]
+    assert opened == ["b.py"]
