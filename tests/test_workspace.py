@@ -522,8 +522,6 @@ def test_diff_scan_file_unreadable_after_scan(tmp_path: Path, monkeypatch) -> No
 
 def test_scan_does_not_reopen_known_unchanged_files(tmp_path, monkeypatch):
     """An edit-time rescan opens only files whose size or mtime moved."""
-    from prism_code import workspace
-
     (tmp_path / "a.py").write_text("x = 1\n")
     (tmp_path / "b.py").write_text("y = 2\n")
     first = scan(tmp_path)
