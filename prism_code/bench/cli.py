@@ -43,6 +43,9 @@ def run(args: argparse.Namespace) -> int:
         result = repoqa_retrieval.run(haystacks, index_cache, Embedder())
         body = repoqa_retrieval.markdown(result, command)
         section = "repoqa-retrieval"
+        if args.write:
+            png = repoqa_retrieval.chart(result, args.write.parent / "images" / "repoqa-retrieval.png")
+            body += f"\n\n![RepoQA retrieval](images/{png.name})"
     elif args.bench == "repoeval":
         from prism_code.bench import repoeval
 
@@ -53,6 +56,9 @@ def run(args: argparse.Namespace) -> int:
         result = repoeval.run(args.model, args.per_project, modes, threads=args.threads)
         body = repoeval.markdown(result, command)
         section = f"repoeval-{args.model}"
+        if args.write:
+            png = repoeval.chart(result, args.write.parent / "images" / f"repoeval-{args.model}.png")
+            body += f"\n\n![RepoEval {args.model}](images/{png.name})"
     else:
         from prism_code.bench import corpora, index_speed
 

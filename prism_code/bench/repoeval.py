@@ -147,3 +147,12 @@ def markdown(r: RepoEvalResult, command: str) -> str:
         f"prompt tokens reused from the KV cache {100 * r.reused / total if total else 0:.0f}%; "
         f"peak RSS {r.peak_rss_mib:.0f} MiB.",
     ])
+
+
+def chart(r: RepoEvalResult, path: Path) -> Path:
+    from prism_code.bench.charts import grouped_bars
+
+    modes = list(r.scores)
+    return grouped_bars(path, f"RepoEval-style completion, {r.model} ({r.tasks} tasks)", modes,
+                        {"EM": [sum(r.scores[m].em) / len(r.scores[m].em) for m in modes],
+                         "ES": [statistics.mean(r.scores[m].es) for m in modes]}, "score")

@@ -95,3 +95,14 @@ def markdown(result: RepoQAResult, command: str) -> str:
         table(["repository", "fused top-1"], sorted(result.per_repo_top1.items())),
     ]
     return "\n".join(body)
+
+
+def chart(result: RepoQAResult, path: Path) -> Path:
+    from prism_code.bench.charts import grouped_bars
+
+    labels = [label for label, _, _ in SCORERS]
+    metrics = [recall_metrics(result.ranks[label]) for label in labels]
+    return grouped_bars(path, f"RepoQA Python needles ({result.needles}), find by description, retrieval only",
+                        labels, {"top-1": [m["recall@1"] for m in metrics],
+                                 "top-10": [m["recall@10"] for m in metrics],
+                                 "MRR@10": [m["mrr@10"] for m in metrics]}, "share of needles")

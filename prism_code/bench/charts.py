@@ -1,0 +1,33 @@
+"""Benchmark charts as PNG for the README and docs (needs the `bench` extra: matplotlib)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+
+def grouped_bars(path: Path, title: str, groups: Sequence[str], series: dict[str, Sequence[float]],
+                 ylabel: str) -> Path:
+    """One cluster of bars per group, one bar per series, values printed on the bars."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # no display on a server or in CI
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 3.6), dpi=120)
+    width = 0.8 / max(len(series), 1)
+    for k, (name, values) in enumerate(series.items()):
+        xs = [i + (k - (len(series) - 1) / 2) * width for i in range(len(groups))]
+        bars = ax.bar(xs, values, width, label=name)
+        ax.bar_label(bars, labels=[f"{v:.2f}" for v in values], fontsize=7, padding=1)
+    ax.set_xticks(range(len(groups)), groups, fontsize=8)
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8, frameon=False, ncol=len(series))
+    ax.spines[["top", "right"]].set_visible(False)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+    return path
