@@ -125,9 +125,18 @@ def cmd_complete(args: argparse.Namespace) -> int:
         settings = CompletionSettings(retrieval=not args.no_retrieval)
         if args.alpha is not None:
             settings.alpha = args.alpha
-        session = LlamaSession.open(args.model, n_threads=args.threads)
+        if args.remote:
+            from prism_code.llm.remote import RemoteError, RemoteSession, RemoteSettings
+
+            # State files hold local KV memory; a remote server keeps its own prompt cache.
+            try:
+                session, states = RemoteSession(RemoteSettings(url=args.remote)), None
+            except RemoteError as exc:
+                raise ValueError(str(exc)) from None
+        else:
+            session, states = LlamaSession.open(args.model, n_threads=args.threads), StateCache()
         try:
-            completer = Completer(index, session, settings, StateCache())
+            completer = Completer(index, session, settings, states)
             result = completer.complete(rel, text, args.line, args.col)
             # Each CLI call is a restart: leave the KV state for the next one.
             completer.checkpoint()
@@ -197,6 +206,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", default="qwen2.5-coder-0.5b",
                    help="qwen2.5-coder-0.5b, qwen2.5-coder-1.5b or a GGUF path")
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--remote", metavar="URL",
+                   help="an OpenAI-compatible completions server (llama.cpp, vLLM) instead of the local model")
     p.set_defaults(func=cmd_complete)
 
     p = sub.add_parser("serve", help="the language server on stdio (for editors)")

@@ -17,7 +17,8 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 from prism_code.index import RepoIndex
-from prism_code.llm.runtime import LlamaSession, common_prefix
+from prism_code.llm.backend import CompletionBackend
+from prism_code.llm.runtime import common_prefix
 from prism_code.llm.state_cache import StateCache
 from prism_code.retrieval.windows import RetrievedWindow, WindowRetriever
 from prism_code.tasks.fim import (STOP_MARKERS, FimBudget, FimPrompt, build_prompt,
@@ -58,7 +59,7 @@ class CompletionResult:
 
 
 class Completer:
-    def __init__(self, index: RepoIndex, session: LlamaSession,
+    def __init__(self, index: RepoIndex, session: CompletionBackend,
                  settings: CompletionSettings | None = None,
                  state_cache: StateCache | None = None) -> None:
         self.index = index

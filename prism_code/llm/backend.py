@@ -1,0 +1,72 @@
+"""What tasks need from a model backend: a local llama.cpp session or a remote server.
+
+`LlamaSession` (runtime.py) and `RemoteSession` (remote.py) both satisfy this protocol
+structurally; neither inherits from it. Prompts are token lists built with
+`tokenize_text` (special tokens disabled) plus `special_token` markers, so a backend must
+tokenize exactly as the model that answers does.
+
+State files (`StateCache`) need `export_state` / `import_state`, which only a local
+session has; they are deliberately not part of this protocol.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    # Typing only: importing runtime loads llama.cpp's shared library.
+    from llama_cpp import LlamaGrammar
+
+    from .runtime import Generation, PrefillStats, SessionCounters
+
+
+class CompletionBackend(Protocol):
+    @property
+    def n_ctx(self) -> int: ...
+
+    @property
+    def tokens(self) -> list[int]:
+        """The tokens the backend holds cached (local) or last sent (remote); read-only."""
+        ...
+
+    @property
+    def counters(self) -> SessionCounters: ...
+
+    @property
+    def lock(self) -> threading.RLock: ...
+
+    @property
+    def model_sha256(self) -> str: ...
+
+    def tokenize_text(self, text: str, special: bool = False) -> list[int]: ...
+
+    def special_token(self, name: str) -> int: ...
+
+    def has_special_token(self, name: str) -> bool: ...
+
+    def prompt_start(self) -> list[int]: ...
+
+    def chatml(self, messages: Iterable[tuple[str, str]], add_generation_prompt: bool = True) -> list[int]: ...
+
+    def detokenize(self, tokens: Sequence[int]) -> str: ...
+
+    def prefill(self, tokens: Sequence[int], cancelled: Callable[[], bool] | None = None) -> PrefillStats: ...
+
+    def generate(
+        self,
+        prompt_tokens: Sequence[int],
+        max_tokens: int = 256,
+        stop: Sequence[str] = (),
+        grammar: LlamaGrammar | None = None,
+        temperature: float = 0.0,
+        cancelled: Callable[[], bool] | None = None,
+        seed: int | None = None,
+    ) -> Generation: ...
+
+    def truncate(self, n: int) -> None: ...
+
+    def reset(self) -> None: ...
+
+    def close(self) -> None: ...

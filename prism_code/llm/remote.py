@@ -1,0 +1,643 @@
+"""A model on another machine, behind an OpenAI-compatible `/v1/completions` endpoint.
+
+For teams that run a bigger model on llama.cpp's server (`llama-server`) or vLLM.
+Prompts are still built here as token lists with a local copy of the model's vocabulary
+(a GGUF loaded vocab-only), so repository text is tokenized with special tokens disabled
+exactly as for the local session, and are sent as token ids: the server never
+re-tokenizes text, so `<|fim_prefix|>` written in someone's code stays plain text.
+
+Servers that accept only text prompts (llama-cpp-python's own `llama_cpp.server`
+validates `prompt` as a string) get the detokenized prompt instead, with every spelling
+of a control token inside repository text broken by a zero-width space, because such
+servers tokenize text prompts with special tokens enabled.
+
+The transport is the standard library's http.client: one request per call and no
+extra dependency, and direct access to the socket lets a watcher thread close the
+connection the moment a request is cancelled or its deadline passes, even while the
+server is still evaluating the prompt and nothing is being read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.client
+import json
+import logging
+import os
+import socket
+import ssl
+import threading
+import time
+from collections.abc import Generator, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+import llama_cpp
+
+from .models import DEFAULT_MODEL, MODELS, ensure_model, file_sha256
+from .runtime import (Cancelled, ContextOverflow, Generation, GenerationStats, PrefillStats,
+                      SessionCounters, common_prefix)
+
+log = logging.getLogger(__name__)
+
+API_KEY_ENV = "PRISM_CODE_API_KEY"
+PromptFormat = Literal["auto", "tokens", "text"]
+
+_ZWSP = "\u200b"  # breaks a control-token spelling without visibly changing the code
+_POLL_S = 0.02  # how often a request checks `cancelled()` and its deadline
+_FALLBACK_N_CTX = 4096
+_MAX_ERROR_CHARS = 300
+
+
+class RemoteError(RuntimeError):
+    """A request to the remote server failed; the message names the URL and the reason."""
+
+    def __init__(self, url: str, reason: str) -> None:
+        super().__init__(f"{url}: {reason}")
+        self.url = url
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class RemoteSettings:
+    url: str = "http://127.0.0.1:8080"  # the server's base URL; "/v1" may be included or not
+    model: str | None = None  # the served model's name; None: the server's only/first model
+    api_key: str | None = field(default=None, repr=False)  # None: $PRISM_CODE_API_KEY
+    # The vocabulary the server's model uses: a GGUF path or a registry model name.
+    # Qwen2.5-Coder models of every size share the default model's vocabulary.
+    tokenizer: str | Path = DEFAULT_MODEL
+    prompt_format: PromptFormat = "auto"  # auto: token ids, text if the server refuses them
+    n_ctx: int | None = None  # None: asked from the server (llama-server /props, vLLM /v1/models)
+    connect_timeout: float = 5.0  # seconds to establish the connection
+    timeout: float = 60.0  # seconds for a whole request, connection to last byte
+    stream: bool = False  # stream tokens: a cancelled request keeps the text received so far
+    cache_prompt: bool = True  # llama.cpp keeps the prompt's KV for the next request
+
+
+@dataclass(frozen=True)
+class RemoteCall:
+    """What the last request sent and what the server reported about it."""
+
+    url: str
+    prompt_format: Literal["tokens", "text"]
+    wall_ms: float
+    # Where reused/encoded/decoded came from: llama.cpp "timings", OpenAI "usage", or
+    # "estimate" (common prefix with the previous prompt, as a caching server would keep).
+    reported: Literal["timings", "usage", "estimate"]
+    server_prompt_tokens: int | None  # the server's own count of the prompt, if it gave one
+
+
+@dataclass
+class _Reply:
+    text: str = ""
+    finish_reason: str | None = None
+    usage: dict[str, Any] | None = None
+    timings: dict[str, Any] | None = None
+
+
+class _Endpoint:
+    """Scheme, host and port of the server, and the connections to it."""
+
+    def __init__(self, url: str) -> None:
+        parts = urlsplit(url.strip())
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise RemoteError(url, "the remote URL must look like http://host:port or https://host:port")
+        self.https = parts.scheme == "https"
+        self.host = parts.hostname
+        self.port = parts.port or (443 if self.https else 80)
+        base = parts.path.rstrip("/")
+        self.base_path = base[: -len("/v1")] if base.endswith("/v1") else base
+        self.base_url = f"{parts.scheme}://{parts.netloc}{self.base_path}"
+
+    def url(self, path: str) -> str:
+        return self.base_url + path
+
+    def connection(self, timeout: float) -> http.client.HTTPConnection:
+        if self.https:
+            return http.client.HTTPSConnection(self.host, self.port, timeout=timeout,
+                                               context=ssl.create_default_context())
+        return http.client.HTTPConnection(self.host, self.port, timeout=timeout)
+
+
+class _Watch:
+    """Closes a request's socket when it is cancelled or its deadline passes.
+
+    Shutting the socket down wakes a read blocked in another thread, so neither a slow
+    prompt evaluation nor a server that never answers can hold the caller.
+    """
+
+    def __init__(self, sock: socket.socket, deadline: float, cancelled: Cancelled | None) -> None:
+        self.reason: Literal["cancelled", "timeout"] | None = None
+        self._sock = sock
+        self._deadline = deadline
+        self._cancelled = cancelled
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="prism-remote-watch", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._done.wait(_POLL_S):
+            if self._cancelled is not None and self._cancelled():
+                self.reason = "cancelled"
+            elif time.monotonic() >= self._deadline:
+                self.reason = "timeout"
+            else:
+                continue
+            try:
+                self._sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            return
+
+    def stop(self) -> None:
+        self._done.set()
+        self._thread.join()
+
+
+class RemoteSession:
+    """The `CompletionBackend` of a remote server. Calls are serialised by a lock.
+
+    The KV cache lives on the server; `tokens`, `truncate` and `reset` are client-side
+    bookkeeping of the last prompt sent, so callers' prefix accounting keeps working.
+    """
+
+    def __init__(self, settings: RemoteSettings | None = None) -> None:
+        self.settings = settings or RemoteSettings()
+        self._endpoint = _Endpoint(self.settings.url)
+        self._api_key = self.settings.api_key or os.environ.get(API_KEY_ENV) or None
+        self.tokenizer_path = ensure_model(self.settings.tokenizer)
+        # Vocabulary only: tokenizing needs no weights, so loading takes ~0.3 s.
+        self._vocab_llm = llama_cpp.Llama(model_path=str(self.tokenizer_path), vocab_only=True, verbose=False)
+        self._vocab = llama_cpp.llama_model_get_vocab(self._vocab_llm.model)
+        self._format: PromptFormat = self.settings.prompt_format
+        self._n_ctx = self.settings.n_ctx
+        self._model_name = self.settings.model
+        self._model_sha256: str | None = None
+        self._specials: dict[str, int] = {}
+        self._lock = threading.RLock()
+        self.tokens: list[int] = []  # the last prompt sent; read-only for callers
+        self.counters = SessionCounters()
+        self.last_call: RemoteCall | None = None
+
+    # --- identity ------------------------------------------------------------------
+
+    @property
+    def lock(self) -> threading.RLock:
+        return self._lock
+
+    @property
+    def url(self) -> str:
+        return self._endpoint.url("/v1/completions")
+
+    @property
+    def prompt_format(self) -> PromptFormat:
+        """"tokens" or "text" once the server has answered (or as configured)."""
+        return self._format
+
+    @property
+    def model_name(self) -> str:
+        """The served model's name, as configured or as the server lists it."""
+        if self._model_name is None:
+            models = self._get_json("/v1/models").get("data") or []
+            if not models or not isinstance(models[0], dict) or "id" not in models[0]:
+                raise RemoteError(self._endpoint.url("/v1/models"), "the server lists no model")
+            self._model_name = str(models[0]["id"])
+        return self._model_name
+
+    @property
+    def model_sha256(self) -> str:
+        """A stable id of (remote model name, tokenizer): what the answers depend on."""
+        if self._model_sha256 is None:
+            tokenizer = self.settings.tokenizer
+            spec = MODELS.get(tokenizer) if isinstance(tokenizer, str) else None
+            # A registry model's checksum is known; a foreign GGUF is hashed once, here.
+            vocab = spec.sha256 if spec else file_sha256(self.tokenizer_path)
+            self._model_sha256 = hashlib.sha256(f"remote\0{self.model_name}\0{vocab}".encode()).hexdigest()
+        return self._model_sha256
+
+    @property
+    def n_ctx(self) -> int:
+        if self._n_ctx is None:
+            self._n_ctx = self._discover_n_ctx()
+        return self._n_ctx
+
+    def _discover_n_ctx(self) -> int:
+        # llama-server reports its context in /props; vLLM lists max_model_len per model.
+        for path, find in (("/props", _n_ctx_from_props), ("/v1/models", _n_ctx_from_models)):
+            try:
+                n = find(self._get_json(path))
+            except RemoteError:
+                continue
+            if n:
+                return n
+        log.info("%s does not report its context size; assuming %d tokens (set n_ctx to override)",
+                 self._endpoint.base_url, _FALLBACK_N_CTX)
+        return _FALLBACK_N_CTX
+
+    def close(self) -> None:
+        self._vocab_llm.close()
+
+    def __enter__(self) -> RemoteSession:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- tokens (the same rules as LlamaSession) ---------------------------------------
+
+    def tokenize_text(self, text: str, special: bool = False) -> list[int]:
+        """Tokens of user or repository text; control-token spellings in it stay plain text."""
+        return self._vocab_llm.tokenize(text.encode("utf-8", errors="replace"), add_bos=False, special=special)
+
+    def special_token(self, name: str) -> int:
+        """The id of a control token such as "<|fim_prefix|>"; KeyError if the vocabulary has none."""
+        if name not in self._specials:
+            ids = self.tokenize_text(name, special=True)
+            if len(ids) != 1 or ids == self.tokenize_text(name):
+                raise KeyError(f"{name!r} is not a special token of {self.tokenizer_path.name}")
+            self._specials[name] = ids[0]
+        return self._specials[name]
+
+    def has_special_token(self, name: str) -> bool:
+        try:
+            self.special_token(name)
+        except KeyError:
+            return False
+        return True
+
+    def prompt_start(self) -> list[int]:
+        if llama_cpp.llama_vocab_get_add_bos(self._vocab):
+            return [llama_cpp.llama_vocab_bos(self._vocab)]
+        return []
+
+    def chatml(self, messages: Iterable[tuple[str, str]], add_generation_prompt: bool = True) -> list[int]:
+        start, end = self.special_token("<|im_start|>"), self.special_token("<|im_end|>")
+        out = self.prompt_start()
+        for role, content in messages:
+            out += [start, *self.tokenize_text(f"{role}\n{content}"), end, *self.tokenize_text("\n")]
+        if add_generation_prompt:
+            out += [start, *self.tokenize_text("assistant\n")]
+        return out
+
+    def detokenize(self, tokens: Sequence[int]) -> str:
+        return self._vocab_llm.detokenize(list(tokens)).decode("utf-8", errors="replace")
+
+    def _is_control(self, token: int) -> bool:
+        return bool(llama_cpp.llama_vocab_is_control(self._vocab, token))
+
+    # --- client-side cache bookkeeping ----------------------------------------------------
+
+    def truncate(self, n: int) -> None:
+        if n < 0:
+            raise ValueError("n must be >= 0")
+        with self._lock:
+            del self.tokens[n:]
+
+    def reset(self) -> None:
+        self.truncate(0)
+
+    def prefill(self, tokens: Sequence[int], cancelled: Cancelled | None = None) -> PrefillStats:
+        """Nothing to do ahead of time: the server evaluates the prompt with the request.
+
+        (A warm-up request with max_tokens=0 would mean "no limit" to some servers.)
+        """
+        return PrefillStats(len(tokens), 0, 0, 0.0)
+
+    # --- generation -------------------------------------------------------------------
+
+    def generate(
+        self,
+        prompt_tokens: Sequence[int],
+        max_tokens: int = 256,
+        stop: Sequence[str] = (),
+        grammar: llama_cpp.LlamaGrammar | None = None,
+        temperature: float = 0.0,
+        cancelled: Cancelled | None = None,
+        seed: int | None = None,
+    ) -> Generation:
+        """Continue `prompt_tokens` on the server; the text is cut before the first stop string.
+
+        `grammar` is sent as its GBNF text (llama.cpp servers constrain with it; vLLM
+        ignores the field, so JSON answers must be validated as always).
+        """
+        prompt = list(prompt_tokens)
+        if not prompt:
+            raise ValueError("empty prompt")
+        if self._n_ctx is not None and len(prompt) > self._n_ctx:
+            raise ContextOverflow(f"prompt of {len(prompt)} tokens does not fit the context of {self._n_ctx}")
+        body: dict[str, Any] = {
+            "max_tokens": max_tokens,
+            "temperature": temperature,
+            # The local session's sampler: top-k 40 / top-p 0.95 when sampling and no penalties;
+            # servers' request defaults include repeat_penalty 1.1, which changes greedy answers.
+            "top_k": 40,
+            "top_p": 0.95,
+            "min_p": 0.0,
+            "repeat_penalty": 1.0,
+            "frequency_penalty": 0.0,
+            "presence_penalty": 0.0,
+            "stream": self.settings.stream,
+            "cache_prompt": self.settings.cache_prompt,
+        }
+        if self.settings.stream:
+            body["stream_options"] = {"include_usage": True}
+        if self.settings.model:
+            body["model"] = self.settings.model
+        stops = [s for s in stop if s]
+        if stops:
+            body["stop"] = stops
+        if grammar is not None:
+            body["grammar"] = grammar._grammar  # the GBNF source LlamaGrammar keeps
+        if seed is not None:
+            body["seed"] = seed
+        with self._lock:
+            if cancelled is not None and cancelled():
+                return Generation("", [], GenerationStats(len(prompt), 0, 0, 0, 0.0, 0.0, "cancelled"))
+            estimate = common_prefix(self.tokens, prompt)
+            t0 = time.perf_counter()
+            reply, used_format, was_cancelled = self._complete(prompt, body, cancelled)
+            wall_ms = (time.perf_counter() - t0) * 1000
+            # A cancelled request may have left only the part shared with the last one cached.
+            self.tokens = prompt[:estimate] if was_cancelled else prompt
+            return self._generation(prompt, stops, reply, used_format, was_cancelled, estimate, wall_ms)
+
+    def _complete(self, prompt: list[int], body: dict[str, Any],
+                  cancelled: Cancelled | None) -> tuple[_Reply, Literal["tokens", "text"], bool]:
+        if self._format == "text":
+            return self._with_format("text", body, prompt, cancelled)
+        try:
+            return self._with_format("tokens", body, prompt, cancelled)
+        except RemoteError as exc:
+            if self._format != "auto" or "prompt" not in exc.reason:
+                raise
+            first = exc
+        # The server refused a token-id prompt (llama-cpp-python's server does). Only a
+        # retry that succeeds as text fixes the format, so an unrelated error cannot.
+        try:
+            result = self._with_format("text", body, prompt, cancelled)
+        except RemoteError:
+            raise first from None
+        log.warning("%s does not accept token-id prompts (%s...); sending prompts as text, with "
+                    "control-token spellings in repository text broken by U+200B",
+                    self.url, first.reason[:80])
+        self._format = "text"
+        return result
+
+    def _with_format(self, fmt: Literal["tokens", "text"], body: dict[str, Any], prompt: list[int],
+                     cancelled: Cancelled | None) -> tuple[_Reply, Literal["tokens", "text"], bool]:
+        payload = {**body, "prompt": prompt if fmt == "tokens" else self._text_prompt(prompt)}
+        reply, was_cancelled = self._post_completion(payload, cancelled)
+        if fmt == "tokens" and self._format == "auto" and not was_cancelled:
+            self._format = "tokens"
+        return reply, fmt, was_cancelled
+
+    def _generation(self, prompt: list[int], stops: list[str], reply: _Reply, fmt: Literal["tokens", "text"],
+                    was_cancelled: bool, estimate: int, wall_ms: float) -> Generation:
+        text = reply.text
+        # Servers cut at stop strings already; cutting again is free and covers those that don't.
+        hits = [i for s in stops if (i := text.find(s)) >= 0]
+        if hits:
+            text = text[: min(hits)]
+        out = self.tokenize_text(text)
+        finish = "cancelled" if was_cancelled else _finish(reply.finish_reason, bool(hits))
+        timings, usage = reply.timings or {}, reply.usage or {}
+        cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens")
+        server_prompt = _int(usage.get("prompt_tokens"))
+        prefill_ms, decode_ms = 0.0, wall_ms
+        reported: Literal["timings", "usage", "estimate"]
+        if "prompt_n" in timings:
+            reported = "timings"
+            reused = _int(timings.get("cache_n")) or 0
+            encoded = _int(timings.get("prompt_n")) or 0
+            decoded = _int(timings.get("predicted_n")) or len(out)
+            prefill_ms = float(timings.get("prompt_ms") or 0.0)
+            decode_ms = float(timings.get("predicted_ms") or 0.0)
+            server_prompt = server_prompt or reused + encoded
+        elif cached is not None and server_prompt is not None:
+            reported = "usage"
+            reused = _int(cached) or 0
+            encoded = server_prompt - reused
+            decoded = _int(usage.get("completion_tokens")) or len(out)
+        else:
+            reported = "estimate"
+            reused = estimate
+            encoded = len(prompt) - estimate
+            decoded = _int(usage.get("completion_tokens")) or len(out)
+        self.counters.encoded += encoded
+        self.counters.reused += reused
+        self.counters.decoded += decoded
+        self.counters.prefill_ms += prefill_ms
+        self.counters.decode_ms += decode_ms
+        self.last_call = RemoteCall(self.url, fmt, wall_ms, reported, server_prompt)
+        stats = GenerationStats(len(prompt), reused, encoded, decoded, prefill_ms, decode_ms, finish)
+        return Generation(text, out, stats)
+
+    # --- text prompts for servers that take no token ids --------------------------------
+
+    def _text_prompt(self, prompt: list[int]) -> str:
+        """The prompt as text that a server tokenizing with special tokens enabled reads back
+        with exactly the control tokens of `prompt` and no others."""
+        if prompt[:1] == self.prompt_start() != []:
+            prompt = prompt[1:]  # servers add BOS to text prompts themselves
+        parts: list[str] = []
+        run: list[int] = []
+        controls = 0
+        for token in [*prompt, None]:
+            if token is not None and not self._is_control(token):
+                run.append(token)
+                continue
+            if run:
+                parts.append(self._defuse(self.detokenize(run)))
+                run = []
+            if token is not None:
+                parts.append(self._vocab_llm.detokenize([token], special=True).decode("utf-8", errors="replace"))
+                controls += 1
+        text = "".join(parts)
+        if sum(map(self._is_control, self.tokenize_text(text, special=True))) != controls:
+            raise RemoteError(self.url, "this prompt cannot be sent as text without changing its control tokens")
+        return text
+
+    def _defuse(self, text: str) -> str:
+        for _ in range(8):
+            spelled = {t for t in self.tokenize_text(text, special=True) if self._is_control(t)}
+            if not spelled:
+                return text
+            for token in spelled:
+                piece = self._vocab_llm.detokenize([token], special=True).decode("utf-8", errors="replace")
+                if len(piece) < 2:
+                    raise RemoteError(self.url, f"control token {piece!r} cannot be written as plain text")
+                text = text.replace(piece, piece[0] + _ZWSP + piece[1:])
+        raise RemoteError(self.url, "repository text keeps spelling control tokens")
+
+    # --- HTTP ---------------------------------------------------------------------------
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if self._api_key:
+            headers["Authorization"] = f"Bearer {self._api_key}"
+        return headers
+
+    def _post_completion(self, payload: dict[str, Any], cancelled: Cancelled | None) -> tuple[_Reply, bool]:
+        """(reply, cancelled?) of one completion request; RemoteError on any failure."""
+        reply = _Reply()
+        chunks = self._send("POST", "/v1/completions", payload, cancelled)
+        received = 0
+        try:
+            for chunk in chunks:
+                _merge(self.url, reply, chunk)
+                received += 1
+        except _Cancelled:
+            return reply, True
+        finally:
+            chunks.close()
+        if not received:
+            raise RemoteError(self.url, "the server closed the stream without an answer")
+        return reply, False
+
+    def _get_json(self, path: str) -> dict[str, Any]:
+        chunks = list(self._send("GET", path, None, None))
+        return chunks[0] if chunks else {}
+
+    def _send(self, method: str, path: str, payload: dict[str, Any] | None,
+              cancelled: Cancelled | None) -> Generator[dict[str, Any], None, None]:
+        """The JSON objects of a response: one, or one per server-sent event when streaming."""
+        url = self._endpoint.url(path)
+        deadline = time.monotonic() + self.settings.timeout
+        conn = self._endpoint.connection(self.settings.connect_timeout)
+        watch: _Watch | None = None
+        try:
+            try:
+                conn.connect()
+            except ConnectionRefusedError:
+                raise RemoteError(url, "connection refused (is the server running?)") from None
+            except socket.timeout:
+                raise RemoteError(url, f"no connection within {self.settings.connect_timeout:g} s") from None
+            except socket.gaierror as exc:
+                raise RemoteError(url, f"cannot resolve host {self._endpoint.host!r} ({exc.strerror})") from None
+            except OSError as exc:
+                raise RemoteError(url, f"cannot connect ({exc})") from None
+            assert conn.sock is not None
+            conn.sock.settimeout(self.settings.timeout)
+            watch = _Watch(conn.sock, deadline, cancelled)
+            raw: bytes | None = None  # the body of a plain (not streamed) answer
+            try:
+                data = json.dumps(payload).encode() if payload is not None else None
+                conn.request(method, self._endpoint.base_path + path, body=data, headers=self._headers())
+                response = conn.getresponse()
+                if response.status >= 400:
+                    raise RemoteError(url, f"HTTP {response.status}: {_error_message(response.read())}")
+                if "text/event-stream" in (response.getheader("Content-Type") or ""):
+                    for event in _events(response):
+                        yield _parse(url, event)
+                else:
+                    raw = response.read()
+            except (OSError, http.client.HTTPException) as exc:
+                self._check(url, watch)
+                if isinstance(exc, socket.timeout):
+                    raise RemoteError(url, f"no answer within {self.settings.timeout:g} s") from None
+                raise RemoteError(url, f"connection failed ({type(exc).__name__}: {exc})") from None
+            # A closed socket can also look like a short but complete answer.
+            self._check(url, watch)
+            if raw is not None:
+                yield _parse(url, raw)
+        finally:
+            if watch is not None:
+                watch.stop()
+            conn.close()
+
+    def _check(self, url: str, watch: _Watch) -> None:
+        if watch.reason == "cancelled":
+            raise _Cancelled()
+        if watch.reason == "timeout":
+            raise RemoteError(url, f"no answer within {self.settings.timeout:g} s")
+
+
+class _Cancelled(Exception):
+    pass
+
+
+def _events(response: http.client.HTTPResponse) -> Iterator[bytes]:
+    """The data of each server-sent event, up to "[DONE]"."""
+    while True:
+        line = response.readline()
+        if not line.endswith(b"\n"):
+            return  # the end, or a line cut short by a closed connection
+        line = line.strip()
+        if not line.startswith(b"data:"):
+            continue  # comments, pings, event names
+        data = line[5:].strip()
+        if data == b"[DONE]":
+            return
+        yield data
+
+
+def _parse(url: str, raw: bytes) -> dict[str, Any]:
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        excerpt = raw[:80].decode("utf-8", errors="replace")
+        raise RemoteError(url, f"malformed JSON in the response: {excerpt!r}") from None
+    if not isinstance(value, dict):
+        raise RemoteError(url, f"expected a JSON object, got {type(value).__name__}")
+    return value
+
+
+def _merge(url: str, reply: _Reply, chunk: dict[str, Any]) -> None:
+    """Add one response (or one streamed chunk) to what has been received."""
+    if "error" in chunk:
+        # Some servers report failures inside a 200 stream.
+        raise RemoteError(url, f"server error: {_error_message(json.dumps(chunk).encode())}")
+    choices = chunk.get("choices")
+    if isinstance(choices, list) and choices:
+        choice = choices[0] if isinstance(choices[0], dict) else {}
+        reply.text += str(choice.get("text") or "")
+        reply.finish_reason = choice.get("finish_reason") or reply.finish_reason
+    elif choices is None and not chunk.get("usage") and not chunk.get("timings"):
+        raise RemoteError(url, "the response holds no completion choices")
+    if isinstance(chunk.get("usage"), dict):
+        reply.usage = chunk["usage"]
+    if isinstance(chunk.get("timings"), dict):
+        reply.timings = chunk["timings"]
+
+
+def _error_message(raw: bytes) -> str:
+    text = raw.decode("utf-8", errors="replace").strip()
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = None
+    if isinstance(value, dict):
+        err = value.get("error", value.get("detail", value))
+        if isinstance(err, dict):
+            err = err.get("message", err)
+        text = err if isinstance(err, str) else json.dumps(err)
+    text = " ".join(text.split())
+    return text[:_MAX_ERROR_CHARS] + ("..." if len(text) > _MAX_ERROR_CHARS else "") or "(empty body)"
+
+
+def _finish(reason: str | None, cut_here: bool) -> str:
+    # OpenAI's "stop" covers both a stop string and the end-of-generation token.
+    if cut_here or reason == "stop":
+        return "stop"
+    if reason == "length":
+        return "length"
+    return reason or "stop"
+
+
+def _int(value: Any) -> int | None:
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _n_ctx_from_props(props: dict[str, Any]) -> int | None:
+    settings = props.get("default_generation_settings")
+    n = settings.get("n_ctx") if isinstance(settings, dict) else None
+    return _int(n) or _int(props.get("n_ctx"))
+
+
+def _n_ctx_from_models(models: dict[str, Any]) -> int | None:
+    for entry in models.get("data") or []:
+        if isinstance(entry, dict) and _int(entry.get("max_model_len")):
+            return _int(entry["max_model_len"])
+    return None
