@@ -10,6 +10,7 @@ from pathlib import Path
 
 from prism_code.cancel import Cancelled
 from prism_code.config import IndexConfig
+from prism_code.llm.backend import BackendError
 from prism_code.llm.models import ModelError
 from prism_code.progress import StageBars
 from prism_code.workspace import WorkspaceError
@@ -126,13 +127,10 @@ def cmd_complete(args: argparse.Namespace) -> int:
         if args.alpha is not None:
             settings.alpha = args.alpha
         if args.remote:
-            from prism_code.llm.remote import RemoteError, RemoteSession, RemoteSettings
+            from prism_code.llm.remote import RemoteSession, RemoteSettings
 
             # State files hold local KV memory; a remote server keeps its own prompt cache.
-            try:
-                session, states = RemoteSession(RemoteSettings(url=args.remote)), None
-            except RemoteError as exc:
-                raise ValueError(str(exc)) from None
+            session, states = RemoteSession(RemoteSettings(url=args.remote)), None
         else:
             session, states = LlamaSession.open(args.model, n_threads=args.threads), StateCache()
         try:
@@ -227,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     try:
         return args.func(args)
-    except (WorkspaceError, ValueError, ModelError) as exc:
+    except (WorkspaceError, ValueError, ModelError, BackendError) as exc:
         print(f"prism-code: error: {exc}", file=sys.stderr)
         return 2
     except Cancelled as exc:

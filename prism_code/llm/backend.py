@@ -15,6 +15,12 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
+
+
+class BackendError(RuntimeError):
+    """A model backend failed in a way the user must hear about (server down, timeout)."""
+
+
 if TYPE_CHECKING:
     # Typing only: importing runtime loads llama.cpp's shared library.
     from llama_cpp import LlamaGrammar

@@ -36,6 +36,7 @@ from urllib.parse import urlsplit
 
 import llama_cpp
 
+from .backend import BackendError
 from .models import DEFAULT_MODEL, MODELS, ensure_model, file_sha256
 from .runtime import (Cancelled, ContextOverflow, Generation, GenerationStats, PrefillStats,
                       SessionCounters, common_prefix)
@@ -51,7 +52,7 @@ _FALLBACK_N_CTX = 4096
 _MAX_ERROR_CHARS = 300
 
 
-class RemoteError(RuntimeError):
+class RemoteError(BackendError):
     """A request to the remote server failed; the message names the URL and the reason."""
 
     def __init__(self, url: str, reason: str) -> None:
