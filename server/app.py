@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -168,6 +169,10 @@ def initialize(ls: PrismServer, params: types.InitializeParams) -> None:
 @SERVER.feature(types.INITIALIZED)
 async def initialized(ls: PrismServer, params: types.InitializedParams) -> None:
     ls.open_workspaces()
+    if ls.settings.completion_enabled and ls.completions is not None:
+        # Loading takes ~0.7 s, mostly reading the file: overlapping it with indexing
+        # takes it off the first completion.
+        ls.completions.preload()
     await watch_files(ls)
 
 
@@ -409,8 +414,12 @@ def main(argv: list[str] | None = None) -> int:
                                      description="the prism-code language server on stdio")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging on stderr")
     args = parser.parse_args(argv)
-    protocol_out = sys.stdout.buffer
-    # stdout carries the protocol: a stray print anywhere must land on stderr instead.
+    # The protocol gets a private copy of stdout, and descriptor 1 becomes stderr: a stray
+    # print, native code writing to fd 1, and llama-cpp-python pointing fd 1 at /dev/null
+    # while it loads a model (which swallowed protocol messages sent meanwhile) all miss it.
+    sys.stdout.flush()
+    protocol_out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     sys.stdout = sys.stderr
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
