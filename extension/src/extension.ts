@@ -1,0 +1,51 @@
+import * as vscode from 'vscode';
+import { registerFindFunction } from './findFunction';
+import { registerIndexingCommands } from './indexingCommands';
+import { onDidChangePythonEnvironment } from './interpreter';
+import { PrismServer, localFolder } from './server';
+import { affectsInterpreter, affectsServer, interpreterSetting } from './settings';
+import { IndexStatusBar } from './statusBar';
+
+export const RESTART_COMMAND = 'prism-code.restartServer';
+
+let server: PrismServer | undefined;
+
+export async function activate(context: vscode.ExtensionContext): Promise<void> {
+  const log = vscode.window.createOutputChannel('PRISM', { log: true });
+  server = new PrismServer(context.extensionPath, log);
+  const running = server;
+  const statusBar = new IndexStatusBar(running);
+  context.subscriptions.push(
+    log,
+    running,
+    statusBar,
+    registerFindFunction(running),
+    ...registerIndexingCommands(running, statusBar, log),
+    vscode.commands.registerCommand(RESTART_COMMAND, () => running.restart()),
+    vscode.workspace.onDidChangeConfiguration((event) => {
+      if (affectsInterpreter(event)) {
+        void running.restartIfInterpreterChanged();
+      } else if (affectsServer(event)) {
+        void running.sendSettings();
+      }
+    }),
+    // Without a local folder the server is not started; the first one added starts it.
+    vscode.workspace.onDidChangeWorkspaceFolders(() => {
+      if (!running.running && !running.starting && localFolder()) {
+        void running.start();
+      }
+    }),
+  );
+  // Not awaited: the Python extension may take a while to activate, and commands wait
+  // for the server on their own.
+  void running.start();
+  void onDidChangePythonEnvironment(() => {
+    if (!interpreterSetting(localFolder())) {
+      void running.restartIfInterpreterChanged();
+    }
+  }, log).then((subscription) => context.subscriptions.push(subscription));
+}
+
+export function deactivate(): Promise<void> | undefined {
+  return server?.stop();
+}

@@ -1,0 +1,70 @@
+// The server's workspace/executeCommand commands and the shapes of their answers
+// (server/commands.py and server/app.py).
+
+export const FIND_FUNCTION = 'prism.findFunction';
+export const REINDEX = 'prism.reindex';
+export const STATUS = 'prism.status';
+export const PAUSE_INDEXING = 'prism.pauseIndexing';
+export const RESUME_INDEXING = 'prism.resumeIndexing';
+
+// Work-done progress tokens the server creates for indexing (server/bridge.py).
+export const INDEX_PROGRESS_PREFIX = 'prism-index/';
+
+export interface Position {
+  line: number;
+  character: number;
+}
+
+export interface Range {
+  start: Position;
+  end: Position;
+}
+
+export interface FindArguments {
+  description: string;
+  top?: number;
+  strategy?: string;
+}
+
+export interface FoundFunction {
+  name: string;
+  qualname: string;
+  uri: string;
+  range: Range;
+  score: number;
+  reason: string;
+}
+
+export type IndexState = 'opening' | 'indexing' | 'embedding' | 'idle' | 'paused' | 'failed' | 'stopped';
+
+export interface Embeddings {
+  done: number;
+  total: number;
+}
+
+export interface FolderStatus {
+  root: string;
+  state: IndexState;
+  error: string | null;
+  files: number;
+  functions: number;
+  embeddings: Embeddings;
+  unsavedBuffers: number;
+  index: string | null;
+  cacheDir: string;
+}
+
+export interface ServerStatus {
+  state: IndexState | 'no workspace';
+  files: number;
+  functions: number;
+  embeddings: Embeddings;
+  cacheDir: string | null;
+  modelPath: string | null;
+  settings: Record<string, unknown>;
+  workspaces: FolderStatus[];
+}
+
+export interface ReindexResult {
+  scheduled: string[];
+}

@@ -1,0 +1,345 @@
+// The extension in a real VS Code UI: code-server in Debian's Chromium, driven by
+// playwright-core. scripts/e2e.sh builds the .vsix, installs code-server and runs this.
+//
+// Steps: install the .vsix, open a copy of the fixtures, wait for indexing in the status
+// bar, a hover note, Find Function by Description through the command palette and the
+// QuickPick, inline completion ghost text when the server offers it, then pause, resume,
+// status, a settings change and a restart.
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import { Browser, chromium } from 'playwright-core';
+import { CodeServerDirs, RunningCodeServer, installExtension, startCodeServer } from './codeServer';
+import { serverCapabilities } from './serverProbe';
+import { Workbench } from './workbench';
+
+interface Config {
+  repo: string;
+  python: string;
+  codeServer: string;
+  vsix: string;
+  chromium: string;
+  artifacts: string;
+  readmeImage: string;
+  updateReadmeImage: boolean;
+}
+
+function required(name: string): string {
+  const value = process.env[name];
+  if (!value) {
+    throw new Error(`${name} is not set (run scripts/e2e.sh)`);
+  }
+  return value;
+}
+
+function config(): Config {
+  const repo = path.resolve(required('PRISM_E2E_REPO'));
+  return {
+    repo,
+    python: process.env.PRISM_E2E_PYTHON ?? path.join(repo, '.venv', 'bin', 'python'),
+    codeServer: required('PRISM_E2E_CODE_SERVER'),
+    vsix: process.env.PRISM_E2E_VSIX ?? path.join(repo, 'out', 'prism-code.vsix'),
+    chromium: process.env.PRISM_E2E_CHROMIUM ?? '/usr/bin/chromium',
+    artifacts: process.env.PRISM_E2E_ARTIFACTS ?? path.join(repo, 'test-artifacts', 'e2e'),
+    readmeImage: path.join(repo, 'docs', 'images', 'find-function.png'),
+    // The README's picture is committed: rewrite it only when asked, so a run leaves git clean.
+    updateReadmeImage: process.env.PRISM_E2E_UPDATE_IMAGES === '1',
+  };
+}
+
+// What the fixtures must give (tests/fixtures/multilang, calcrepo).
+const DESCRIPTION = 'compute the area of a shape';
+const BEST = 'Shape.area';
+const BEST_FILE = 'shape.cpp';
+const BEST_LAST_LINE = 9; // Shape::area spans lines 7-9 of cpp/shape.cpp
+const HOVER_FILE = 'pkg/core.py';
+const HOVER_LINE = 'def build(';
+const HOVER_WORD = 'build';
+const HOVER_EXPECTED = /def build\(item: str, count: int = 1\) -> Inventory[\s\S]*callers/;
+const COMPLETION_FILE = 'calc/net.py';
+const COMPLETION_LINE = 'grace = settings.';
+
+// Indexing the fixtures takes seconds; the first start also loads the embedding model.
+const INDEXED_TIMEOUT_MS = 180_000;
+const UI_TIMEOUT_MS = 60_000;
+const GHOST_TIMEOUT_MS = 120_000;
+
+class Steps {
+  readonly timings: Record<string, number> = {};
+  readonly skipped: Record<string, string> = {};
+  private readonly started = Date.now();
+
+  async run<T>(name: string, step: () => Promise<T>): Promise<T> {
+    const start = Date.now();
+    process.stdout.write(`e2e: ${name} ...`);
+    try {
+      const result = await step();
+      this.timings[name] = (Date.now() - start) / 1000;
+      process.stdout.write(` ok (${this.timings[name].toFixed(1)} s)\n`);
+      return result;
+    } catch (error) {
+      process.stdout.write(` FAILED after ${((Date.now() - start) / 1000).toFixed(1)} s\n`);
+      throw error;
+    }
+  }
+
+  skip(name: string, reason: string): void {
+    this.skipped[name] = reason;
+    process.stdout.write(`e2e: ${name} SKIPPED: ${reason}\n`);
+  }
+
+  get total(): number {
+    return (Date.now() - this.started) / 1000;
+  }
+}
+
+function check(condition: boolean, message: string): void {
+  if (!condition) {
+    throw new Error(message);
+  }
+}
+
+/** A fresh workspace: multilang with calcrepo's calc/ package beside it, as plain files. */
+function makeWorkspace(repo: string, root: string): string {
+  const folder = path.join(root, 'workspace');
+  fs.cpSync(path.join(repo, 'tests', 'fixtures', 'multilang'), folder, { recursive: true });
+  fs.cpSync(path.join(repo, 'tests', 'fixtures', 'calcrepo', 'calc'), path.join(folder, 'calc'), { recursive: true });
+  return folder;
+}
+
+// code-server is a remote window: settings of machine scope (the interpreter and cache
+// paths) count only in the remote machine's settings, as they would over SSH.
+function machineSettings(cfg: Config, cacheDir: string): Record<string, unknown> {
+  return { 'prism.interpreter': cfg.python, 'prism.cacheDir': cacheDir };
+}
+
+function userSettings(): Record<string, unknown> {
+  return {
+    // A quiet, predictable window: no welcome page, tips, trust prompt or update checks.
+    'workbench.startupEditor': 'none',
+    'workbench.tips.enabled': false,
+    'workbench.welcomePage.walkthroughs.openOnInstall': false,
+    'security.workspace.trust.enabled': false,
+    'extensions.autoUpdate': false,
+    'extensions.autoCheckUpdates': false,
+    'update.mode': 'none',
+    'telemetry.telemetryLevel': 'off',
+    'window.restoreWindows': 'none',
+    'git.enabled': false,
+    // The suggest widget would cover the ghost text the completion step looks for.
+    'editor.suggestOnTriggerCharacters': false,
+    'editor.quickSuggestions': { other: false, comments: false, strings: false },
+    'editor.inlineSuggest.enabled': true,
+    'editor.hover.delay': 200,
+    // The settings step types a whole settings.json: no indents added to it.
+    'editor.autoIndent': 'none',
+  };
+}
+
+function writeSettings(dirs: CodeServerDirs, cfg: Config, cacheDir: string): void {
+  for (const [scope, settings] of [['Machine', machineSettings(cfg, cacheDir)], ['User', userSettings()]] as const) {
+    fs.mkdirSync(path.join(dirs.userData, scope), { recursive: true });
+    fs.writeFileSync(path.join(dirs.userData, scope, 'settings.json'), JSON.stringify(settings, null, 2));
+  }
+}
+
+async function findFunction(wb: Workbench, cfg: Config, steps: Steps): Promise<void> {
+  await steps.run('find function: command palette and input box', async () => {
+    await wb.runCommand('PRISM: Find Function by Description');
+    await wb.page.locator('.quick-input-widget', { hasText: 'Describe what the function does' }).waitFor();
+    await wb.page.keyboard.type(DESCRIPTION);
+    await wb.page.keyboard.press('Enter');
+  });
+  const rows = await steps.run('find function: QuickPick of results', async () => {
+    await wb.page.locator('.quick-input-widget', { hasText: `functions for "${DESCRIPTION}"` })
+      .waitFor({ timeout: UI_TIMEOUT_MS });
+    return wb.quickPickRows(UI_TIMEOUT_MS);
+  });
+  console.log(`e2e:   results: ${rows.slice(0, 3).join(' | ')}`);
+  check(rows[0]?.startsWith(BEST) ?? false, `expected ${BEST} first, got ${rows[0] ?? 'no rows'}`);
+  check(rows[0].includes(`cpp/${BEST_FILE}:7`), `expected cpp/${BEST_FILE}:7 in "${rows[0]}"`);
+  await wb.page.mouse.move(0, 0); // no hover highlight in the picture
+  await wb.waitForToastGone('PRISM: finding', UI_TIMEOUT_MS);
+  await wb.screenshot(path.join(cfg.artifacts, '03-find-function.png'));
+  if (cfg.updateReadmeImage || !fs.existsSync(cfg.readmeImage)) {
+    fs.mkdirSync(path.dirname(cfg.readmeImage), { recursive: true });
+    await wb.screenshot(cfg.readmeImage);
+  }
+  await steps.run('find function: pick opens and selects it', async () => {
+    await wb.page.keyboard.press('Enter');
+    await wb.activeTab(BEST_FILE).waitFor({ timeout: UI_TIMEOUT_MS });
+    // The selection ends on the function's last line: the status bar says "(N selected)".
+    await wb.waitForStatus(new RegExp(`Ln ${BEST_LAST_LINE}, Col \\d+ \\(\\d+ selected\\)`), UI_TIMEOUT_MS);
+  });
+  await wb.screenshot(path.join(cfg.artifacts, '04-picked.png'));
+}
+
+function lineOf(file: string, text: string): number {
+  const index = fs.readFileSync(file, 'utf8').split('\n').findIndex((line) => line.includes(text));
+  check(index >= 0, `"${text}" is not in ${file}`);
+  return index + 1;
+}
+
+async function hover(wb: Workbench, cfg: Config, steps: Steps, folder: string): Promise<void> {
+  const text = await steps.run('hover note on a Python function', async () => {
+    await wb.openFile(HOVER_FILE);
+    await wb.goToLine(lineOf(path.join(folder, HOVER_FILE), HOVER_LINE));
+    const target = wb.token(HOVER_LINE, HOVER_WORD);
+    await target.waitFor({ timeout: UI_TIMEOUT_MS });
+    return wb.hoverText(target, HOVER_EXPECTED, UI_TIMEOUT_MS);
+  });
+  console.log(`e2e:   hover: ${text.replace(/\s+/g, ' ').slice(0, 160)}`);
+  await wb.screenshot(path.join(cfg.artifacts, '02-hover.png'));
+  await wb.page.keyboard.press('Escape');
+}
+
+async function inlineCompletion(wb: Workbench, cfg: Config, steps: Steps, folder: string,
+  offered: boolean): Promise<void> {
+  const name = 'inline completion ghost text';
+  if (!offered) {
+    steps.skip(name, 'the server does not advertise inlineCompletionProvider (textDocument/inlineCompletion is not implemented yet)');
+    return;
+  }
+  const ghost = await steps.run(name, async () => {
+    await wb.openFile(COMPLETION_FILE);
+    await wb.goToLine(lineOf(path.join(folder, COMPLETION_FILE), COMPLETION_LINE));
+    await wb.page.keyboard.press('End');
+    // Retype the trailing "." so the editor asks for an inline completion as a user's typing would.
+    await wb.page.keyboard.press('Backspace');
+    await wb.page.keyboard.type('.');
+    const text = wb.page.locator('.monaco-editor .ghost-text-decoration, .monaco-editor .ghost-text').first();
+    await text.waitFor({ timeout: GHOST_TIMEOUT_MS });
+    return (await text.innerText()).trim();
+  });
+  console.log(`e2e:   ghost text: ${JSON.stringify(ghost)}`);
+  check(ghost.length > 0, 'the ghost text is empty');
+  await wb.screenshot(path.join(cfg.artifacts, '05-inline-completion.png'));
+}
+
+const FUNCTIONS = /PRISM: (\d+) functions/;
+
+/** The function count the status bar shows once it satisfies `wanted`. */
+async function waitForFunctions(wb: Workbench, wanted: (count: number) => boolean, timeoutMs: number): Promise<number> {
+  const deadline = Date.now() + timeoutMs;
+  let last = '';
+  while (Date.now() < deadline) {
+    const items = await wb.statusItem(/PRISM/).allInnerTexts();
+    last = items.join(' | ');
+    const count = Number(FUNCTIONS.exec(last)?.[1] ?? NaN);
+    if (wanted(count)) {
+      return count;
+    }
+    await wb.page.waitForTimeout(200);
+  }
+  throw new Error(`the status bar never showed the expected function count; last: "${last}"`);
+}
+
+async function indexingCommands(wb: Workbench, cfg: Config, steps: Steps, dirs: CodeServerDirs): Promise<void> {
+  await steps.run('pause and resume indexing', async () => {
+    await wb.runCommand('PRISM: Pause Indexing');
+    await wb.waitForStatus(/PRISM: paused/, UI_TIMEOUT_MS);
+    await wb.runCommand('PRISM: Resume Indexing');
+    await wb.waitForStatus(FUNCTIONS, INDEXED_TIMEOUT_MS);
+  });
+  await steps.run('show status', async () => {
+    await wb.runCommand('PRISM: Show Status');
+    await wb.page.locator('.notification-toast', { hasText: /PRISM: idle: \d+ functions in \d+ files/ })
+      .waitFor({ timeout: UI_TIMEOUT_MS });
+  });
+  await wb.screenshot(path.join(cfg.artifacts, '06-status.png'));
+  const before = await waitForFunctions(wb, (count) => count > 0, UI_TIMEOUT_MS);
+  const after = await steps.run('a settings change reaches the server (prism.exclude)', async () => {
+    const wanted = { ...userSettings(), 'prism.exclude': ['rust/**'] };
+    await wb.editUserSettings(wanted);
+    // The save goes through code-server to disk: wait for it there.
+    const file = path.join(dirs.userData, 'User', 'settings.json');
+    const deadline = Date.now() + UI_TIMEOUT_MS;
+    let saved = '';
+    while (saved !== JSON.stringify(wanted) && Date.now() < deadline) {
+      await wb.page.waitForTimeout(100);
+      try {
+        saved = JSON.stringify(JSON.parse(fs.readFileSync(file, 'utf8')));
+      } catch {
+        saved = `not JSON: ${fs.readFileSync(file, 'utf8')}`;
+      }
+    }
+    check(saved === JSON.stringify(wanted), `settings.json was saved as ${saved}`);
+    return waitForFunctions(wb, (count) => count < before, INDEXED_TIMEOUT_MS);
+  });
+  console.log(`e2e:   functions: ${before} before, ${after} with rust/** excluded`);
+  await steps.run('restart the server', async () => {
+    await wb.runCommand('PRISM: Restart Server');
+    // While it restarts the item shows a spinner and no count; then the same count again.
+    await wb.waitForStatus(/^\s*PRISM\s*$/, UI_TIMEOUT_MS);
+    await waitForFunctions(wb, (count) => count === after, INDEXED_TIMEOUT_MS);
+  });
+}
+
+async function main(): Promise<void> {
+  const cfg = config();
+  const steps = new Steps();
+  fs.rmSync(cfg.artifacts, { recursive: true, force: true });
+  fs.mkdirSync(cfg.artifacts, { recursive: true });
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'prism-e2e-'));
+  const dirs: CodeServerDirs = {
+    install: cfg.codeServer,
+    userData: path.join(root, 'user-data'),
+    extensions: path.join(root, 'extensions'),
+  };
+  let codeServer: RunningCodeServer | undefined;
+  let browser: Browser | undefined;
+  let wb: Workbench | undefined;
+  let failed = false;
+  try {
+    const offered = await steps.run('ask the server what it offers', async () => {
+      const capabilities = await serverCapabilities(cfg.python, os.tmpdir(), process.env);
+      return Boolean(capabilities.inlineCompletionProvider);
+    });
+    await steps.run('install the .vsix', async () => {
+      const out = await installExtension(dirs, cfg.vsix);
+      const installed = fs.readdirSync(dirs.extensions).filter((name) => name.startsWith('prism-code.prism-code-'));
+      check(installed.length === 1, `the extension is not in ${dirs.extensions}: ${out}`);
+    });
+    const folder = makeWorkspace(cfg.repo, root);
+    const cacheDir = path.join(root, 'cache');
+    writeSettings(dirs, cfg, cacheDir);
+    codeServer = await steps.run('start code-server', () => startCodeServer(dirs,
+      path.join(cfg.artifacts, 'code-server.log'), { ...process.env, PRISM_CODE_CACHE_DIR: cacheDir }));
+    const url = `${codeServer.url}/?folder=${encodeURIComponent(folder)}`;
+    browser = await chromium.launch({ executablePath: cfg.chromium, args: ['--no-sandbox'] });
+    const page = await browser.newPage({ viewport: { width: 1280, height: 760 } });
+    const console_ = fs.createWriteStream(path.join(cfg.artifacts, 'browser-console.log'));
+    page.on('console', (message) => console_.write(`${message.type()}: ${message.text()}\n`));
+    wb = new Workbench(page);
+    const workbench = wb;
+    await steps.run('open the workbench', () => workbench.open(url, UI_TIMEOUT_MS));
+    const status = await steps.run('indexing done (status bar)',
+      () => workbench.waitForStatus(/PRISM: \d+ functions/, INDEXED_TIMEOUT_MS));
+    console.log(`e2e:   status bar: ${status}`);
+    await wb.screenshot(path.join(cfg.artifacts, '01-indexed.png'));
+    // Hover first: the QuickPick then opens over code, which makes the better picture.
+    await hover(wb, cfg, steps, folder);
+    await findFunction(wb, cfg, steps);
+    await inlineCompletion(wb, cfg, steps, folder, offered);
+    await indexingCommands(wb, cfg, steps, dirs);
+  } catch (error) {
+    failed = true;
+    console.error(`e2e: ${error instanceof Error ? error.stack ?? error.message : String(error)}`);
+    await wb?.screenshot(path.join(cfg.artifacts, 'failure.png')).catch(() => undefined);
+  } finally {
+    await browser?.close().catch(() => undefined);
+    await codeServer?.stop();
+    // The extension host's logs hold the PRISM output channel: keep them with the screenshots.
+    const logs = path.join(dirs.userData, 'logs');
+    if (fs.existsSync(logs)) {
+      fs.cpSync(logs, path.join(cfg.artifacts, 'logs'), { recursive: true });
+    }
+    fs.rmSync(root, { recursive: true, force: true });
+  }
+  const report = { passed: !failed, seconds: steps.total, timings: steps.timings, skipped: steps.skipped };
+  fs.writeFileSync(path.join(cfg.artifacts, 'timings.json'), JSON.stringify(report, null, 2));
+  console.log(`e2e: ${failed ? 'FAILED' : 'passed'} in ${steps.total.toFixed(1)} s; artifacts in ${cfg.artifacts}`);
+  process.exitCode = failed ? 1 : 0;
+}
+
+void main();

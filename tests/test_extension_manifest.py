@@ -1,0 +1,46 @@
+"""The VS Code extension's settings match the server's: same keys, same defaults.
+
+The extension sends every `prism.*` setting with its effective value, so a default in
+package.json that differs from server/settings.py would silently override the server's,
+and a key the server does not know would be warned about on every start.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from server.settings import FIND_STRATEGIES, KEYS, Settings
+
+REPO = Path(__file__).resolve().parents[1]
+MANIFEST = json.loads((REPO / "package.json").read_text())
+PROPERTIES = MANIFEST["contributes"]["configuration"]["properties"]
+CLIENT_ONLY = {"interpreter"}  # chooses the Python that runs the server
+
+
+def _editor_default(value):
+    # The settings UI has no null: an empty string or list stands for "none".
+    return "" if value is None else value
+
+
+def test_manifest_declares_exactly_the_server_settings():
+    declared = {name.removeprefix("prism.") for name in PROPERTIES}
+    assert declared - CLIENT_ONLY == set(KEYS.values())
+
+
+def test_manifest_defaults_are_the_server_defaults():
+    server = Settings().to_json()
+    for key, default in server.items():
+        assert PROPERTIES[f"prism.{key}"]["default"] == _editor_default(default), key
+
+
+def test_manifest_strategies_are_the_server_strategies():
+    assert PROPERTIES["prism.find.strategy"]["enum"] == list(FIND_STRATEGIES)
+
+
+def test_extension_sends_the_server_keys():
+    source = (REPO / "extension" / "src" / "settings.ts").read_text()
+    block = re.search(r"SERVER_KEYS = \[(.*?)\] as const", source, re.S)
+    assert block is not None
+    assert re.findall(r"'([^']+)'", block.group(1)) == list(KEYS.values())
