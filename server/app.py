@@ -3,7 +3,8 @@
 Handlers only translate: URIs to workspace paths, LSP positions to lines and columns,
 library results and errors to LSP ones. Work that may take a while (search, hover,
 stopping workers) runs on a small thread pool so the event loop keeps reading messages,
-which is what lets `$/cancelRequest` arrive while a search runs.
+which is what lets `$/cancelRequest` arrive while a search runs. Completions run on the
+one model thread that completion_engine schedules.
 """
 
 from __future__ import annotations
