@@ -1,0 +1,298 @@
+"""Completions on the one local model, scheduled so that typing stays cheap.
+
+One model thread runs everything that touches the model (loading, warm-ups, completions,
+checkpoints): a llama.cpp context does one thing at a time, and the event loop must stay
+free for hover and find. Each document has one live request: a newer one supersedes it,
+and a superseded generation stops at its next token (or prefill batch) through its
+`cancelled` callback. A request first waits out a debounce, so a burst of keystrokes
+costs one generation. Identical requests (VS Code asks for a list item and for ghost text
+at the same place) share one generation and its answer.
+
+The KV cache holds one prompt, so warm-ups only run where a completion is about to be
+asked for: while a request on a new line waits out its debounce, and for a document just
+opened once nothing else is going on. When the model has been idle a few seconds its KV
+state is saved to a state file, so a restarted server starts warm.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections.abc import Callable, Coroutine
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from server.completion_stats import CompletionStats, Debounce
+from server.cpu_load import CpuMeter
+from server.model_host import ModelHost
+from server.workspace_state import WorkspaceState
+
+if TYPE_CHECKING:  # the completion library loads llama.cpp: only the model thread imports it
+    from prism_code.llm.runtime import LlamaSession
+    from prism_code.tasks.complete import Completer, CompletionResult, CompletionSettings
+
+log = logging.getLogger(__name__)
+
+# The model's KV state is saved this long after its last job.
+IDLE_CHECKPOINT_S = 3.0
+# A document just opened is warmed after this quiet time (retried while the index is busy).
+OPEN_WARM_DELAY_S = 1.0
+# The library's 256-token floor leaves small files without a state file, yet restoring
+# 64 tokens (~1 MB) takes milliseconds where evaluating them takes 0.3 s or more.
+MIN_STATE_TOKENS = 64
+SHUTDOWN_TIMEOUT_S = 10.0
+
+
+@dataclass(frozen=True, eq=False)
+class CompletionRequest:
+    uri: str
+    workspace: WorkspaceState
+    path: str  # workspace-relative
+    text: str  # the editor's buffer, unsaved edits included
+    line: int  # 1-based
+    col: int  # 1-based character column, as Completer counts it
+
+    def same_place(self, other: CompletionRequest) -> bool:
+        return (self.workspace is other.workspace and (self.uri, self.path, self.line, self.col)
+                == (other.uri, other.path, other.line, other.col) and self.text == other.text)
+
+
+@dataclass(eq=False)
+class _Job:
+    request: CompletionRequest
+    answer: asyncio.Future[CompletionResult | None]
+    waiters: list[threading.Event]  # each asker's $/cancelRequest flag
+    superseded: bool = False
+
+    def cancelled(self) -> bool:
+        return self.superseded or all(flag.is_set() for flag in self.waiters)
+
+
+class CompletionEngine:
+    def __init__(self, loop: asyncio.AbstractEventLoop, host: ModelHost,
+                 index_busy: Callable[[], bool]) -> None:
+        self._loop = loop
+        self.host = host
+        self._index_busy = index_busy
+        self._cpu = CpuMeter()  # read on the model thread only
+        self._model = ThreadPoolExecutor(max_workers=1, thread_name_prefix="prism-model")
+        self.debounce = Debounce()
+        self.stats = CompletionStats()
+        self._jobs: dict[str, _Job] = {}  # the latest job per document URI
+        self._place: tuple[str, int] | None = None  # (uri, line) of the latest request
+        self._last_request = 0.0  # monotonic
+        self._opened: CompletionRequest | None = None  # the document waiting for a warm-up
+        self._checkpoint_timer: asyncio.TimerHandle | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._closing = False
+        # Read by the model thread; replaced whole by configure().
+        self._max_lines = 8
+        self._state_dir: Path | None = None
+        self._settings: CompletionSettings | None = None
+        self._completers: dict[Path, Completer] = {}
+        self._last_completer: Completer | None = None
+
+    def configure(self, model: str | None, threads: int, max_lines: int, state_dir: Path) -> None:
+        self.host.configure(model, threads)
+        self._max_lines, self._state_dir, self._settings = max_lines, state_dir, None
+
+    # ---- requests (event loop) -----------------------------------------------------------
+
+    async def complete(self, request: CompletionRequest,
+                       flag: threading.Event) -> CompletionResult | None:
+        """The completion at `request`; None when superseded, cancelled or unavailable."""
+        if self._closing:
+            return None
+        self.stats.requests += 1
+        self._last_request = time.monotonic()
+        job = self._jobs.get(request.uri)
+        if job is not None and job.request.same_place(request) and not job.cancelled():
+            job.waiters.append(flag)
+        else:
+            if job is not None:
+                job.superseded = True
+            job = _Job(request, self._loop.create_future(), [flag])
+            self._jobs[request.uri] = job
+            self._warm_new_line(request)
+            self._spawn(self._run(job))
+        # Shielded: one asker's cancel must not take the answer from the others.
+        return await asyncio.shield(job.answer)
+
+    def preload(self) -> None:
+        """Load the model now, so the first completion does not wait for it."""
+        self._model.submit(self._preload)
+
+    def warm_when_idle(self, request: CompletionRequest) -> None:
+        """Warm up for a document just opened, unless a completion request gets there first."""
+        self._opened = request
+        opened = time.monotonic()
+
+        def start() -> None:
+            if self._closing or self._opened is not request or self._last_request > opened:
+                return
+            if self._index_busy():
+                self._loop.call_later(OPEN_WARM_DELAY_S, start)
+                return
+            self._opened = None
+            self._model.submit(self._warm, request,
+                               lambda: self._closing or self._last_request > opened)
+
+        self._loop.call_later(OPEN_WARM_DELAY_S, start)
+
+    def forget(self, uri: str) -> None:
+        """A closed document: stop its work and drop its text."""
+        job = self._jobs.pop(uri, None)
+        if job is not None:
+            job.superseded = True
+        if self._opened is not None and self._opened.uri == uri:
+            self._opened = None
+
+    def _warm_new_line(self, request: CompletionRequest) -> None:
+        place = (request.uri, request.line)
+        if place == self._place:
+            return
+        self._place = place
+        # The lines above the cursor are what every keystroke on this line reuses: evaluate
+        # them while the debounce runs, and give up if the cursor moves on first.
+        self._model.submit(self._warm, request, lambda: self._closing or self._place != place)
+
+    def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
+        task = self._loop.create_task(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _run(self, job: _Job) -> None:
+        result = None
+        try:
+            await asyncio.sleep(self.debounce.delay)
+            if not job.cancelled():
+                result = await asyncio.wrap_future(self._model.submit(self._generate, job))
+        except Exception:  # noqa: BLE001 - a failed completion is an empty one, never a crash
+            log.exception("completion in %s failed", job.request.path)
+        finally:
+            if not job.answer.done():
+                job.answer.set_result(result)
+            if result is not None:
+                self.stats.observe(result)
+                self.debounce.observe(result.latency_ms)
+            elif job.cancelled():
+                self.stats.cancelled += 1
+            self._schedule_checkpoint()
+
+    def _schedule_checkpoint(self) -> None:
+        if self._checkpoint_timer is not None:
+            self._checkpoint_timer.cancel()
+        self._checkpoint_timer = self._loop.call_later(IDLE_CHECKPOINT_S,
+                                                       self._checkpoint_when_idle)
+
+    def _checkpoint_when_idle(self) -> None:
+        if self._closing:
+            return
+        if time.monotonic() - self._last_request < IDLE_CHECKPOINT_S:
+            self._schedule_checkpoint()
+            return
+        self._model.submit(self._checkpoint)
+
+    # ---- the model thread ----------------------------------------------------------------
+
+    def _completer_session(self) -> LlamaSession | None:
+        # The indexer is part of this process, so the meter does not see its core.
+        busy = self._cpu.others_busy() + (1.0 if self._index_busy() else 0.0)
+        return self.host.session(busy)
+
+    def _preload(self) -> None:
+        try:
+            self._completer_session()
+        except Exception:  # noqa: BLE001 - the first request tries again and reports it
+            log.exception("loading the completion model failed")
+
+    def _completer(self, workspace: WorkspaceState) -> Completer | None:
+        index = workspace.index
+        session = self._completer_session()
+        if index is None or session is None:
+            return None
+        from prism_code.llm.state_cache import StateCache
+        from prism_code.tasks.complete import Completer, CompletionSettings
+
+        if self._settings is None:
+            self._settings = CompletionSettings(max_lines=self._max_lines,
+                                                min_state_tokens=MIN_STATE_TOKENS)
+        completer = self._completers.get(workspace.root)
+        if (completer is None or completer.index is not index or completer.session is not session
+                or completer.settings is not self._settings
+                or completer.state_cache is None or completer.state_cache.root != self._state_dir):
+            completer = Completer(index, session, self._settings, StateCache(self._state_dir))
+            self._completers[workspace.root] = completer
+        self._last_completer = completer
+        return completer
+
+    def _generate(self, job: _Job) -> CompletionResult | None:
+        completer = None if job.cancelled() else self._completer(job.request.workspace)
+        if completer is None:
+            return None
+        r = job.request
+        result = completer.complete(r.path, r.text, r.line, r.col, cancelled=job.cancelled)
+        # A generation stopped early is a fragment of an answer nobody waits for any more.
+        return None if job.cancelled() else result
+
+    def _warm(self, request: CompletionRequest, cancelled: Callable[[], bool]) -> None:
+        try:
+            completer = None if cancelled() else self._completer(request.workspace)
+            if completer is not None:
+                encoded = completer.warm(request.path, request.text, request.line, request.col,
+                                         cancelled)
+                log.debug("warmed %s:%d (%d tokens evaluated)", request.path, request.line, encoded)
+        except Exception:  # noqa: BLE001 - a warm-up is an optimisation: its failure is logged only
+            log.exception("warming up for %s failed", request.path)
+        try:
+            self._loop.call_soon_threadsafe(self._schedule_checkpoint)
+        except RuntimeError:  # the loop closed: the server is exiting
+            pass
+
+    def _checkpoint(self) -> None:
+        completer = self._last_completer
+        if completer is None or completer.session is not self.host.current:
+            return  # its model was closed (another modelPath): nothing of it to save
+        try:
+            if completer.checkpoint():
+                log.debug("saved the KV state of %s", completer.index.root.name)
+        except Exception:  # noqa: BLE001 - a full disk costs the next start time, nothing else
+            log.exception("saving the KV state failed")
+
+    def _final(self) -> None:
+        self._checkpoint()
+        self.host.close()
+
+    # ---- lifecycle and status -------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        """Stop taking work, save the KV state for the next start and free the model."""
+        self._closing = True
+        for job in self._jobs.values():
+            job.superseded = True
+        if self._checkpoint_timer is not None:
+            self._checkpoint_timer.cancel()
+        try:
+            await asyncio.wait_for(asyncio.wrap_future(self._model.submit(self._final)),
+                                   SHUTDOWN_TIMEOUT_S)
+        except (TimeoutError, asyncio.TimeoutError):
+            log.warning("the model did not stop within %.0f s", SHUTDOWN_TIMEOUT_S)
+        finally:
+            self._model.shutdown(wait=False, cancel_futures=True)
+
+    def status(self) -> dict[str, Any]:
+        return {"model": self.host.status(),
+                "completion": {**self.stats.to_json(),
+                               "debounceMs": round(self.debounce.delay * 1000)}}
+
+
+def last_code_position(text: str) -> tuple[int, int]:
+    """(1-based line, 1-based column) at the end of the last non-blank line: where a file just
+    opened is most likely to be continued."""
+    lines = text.split("\n")
+    row = next((i for i in range(len(lines) - 1, -1, -1) if lines[i].strip()), 0)
+    return row + 1, len(lines[row]) + 1
