@@ -37,6 +37,7 @@ from urllib.parse import urlsplit
 import llama_cpp
 
 from .backend import BackendError
+from .vocab import Vocabulary
 from .models import DEFAULT_MODEL, MODELS, ensure_model, file_sha256
 from .runtime import (Cancelled, ContextOverflow, Generation, GenerationStats, PrefillStats,
                       SessionCounters, common_prefix)
@@ -171,12 +172,11 @@ class RemoteSession:
         self.tokenizer_path = ensure_model(self.settings.tokenizer)
         # Vocabulary only: tokenizing needs no weights, so loading takes ~0.3 s.
         self._vocab_llm = llama_cpp.Llama(model_path=str(self.tokenizer_path), vocab_only=True, verbose=False)
-        self._vocab = llama_cpp.llama_model_get_vocab(self._vocab_llm.model)
         self._format: PromptFormat = self.settings.prompt_format
         self._n_ctx = self.settings.n_ctx
         self._model_name = self.settings.model
         self._model_sha256: str | None = None
-        self._specials: dict[str, int] = {}
+        self.vocabulary = Vocabulary(self._vocab_llm, self.tokenizer_path.name)
         self._lock = threading.RLock()
         self.tokens: list[int] = []  # the last prompt sent; read-only for callers
         self.counters = SessionCounters()
@@ -249,44 +249,25 @@ class RemoteSession:
     # --- tokens (the same rules as LlamaSession) ---------------------------------------
 
     def tokenize_text(self, text: str, special: bool = False) -> list[int]:
-        """Tokens of user or repository text; control-token spellings in it stay plain text."""
-        return self._vocab_llm.tokenize(text.encode("utf-8", errors="replace"), add_bos=False, special=special)
+        return self.vocabulary.tokenize_text(text, special)
 
     def special_token(self, name: str) -> int:
-        """The id of a control token such as "<|fim_prefix|>"; KeyError if the vocabulary has none."""
-        if name not in self._specials:
-            ids = self.tokenize_text(name, special=True)
-            if len(ids) != 1 or ids == self.tokenize_text(name):
-                raise KeyError(f"{name!r} is not a special token of {self.tokenizer_path.name}")
-            self._specials[name] = ids[0]
-        return self._specials[name]
+        return self.vocabulary.special_token(name)
 
     def has_special_token(self, name: str) -> bool:
-        try:
-            self.special_token(name)
-        except KeyError:
-            return False
-        return True
+        return self.vocabulary.has_special_token(name)
 
     def prompt_start(self) -> list[int]:
-        if llama_cpp.llama_vocab_get_add_bos(self._vocab):
-            return [llama_cpp.llama_vocab_bos(self._vocab)]
-        return []
+        return self.vocabulary.prompt_start()
 
     def chatml(self, messages: Iterable[tuple[str, str]], add_generation_prompt: bool = True) -> list[int]:
-        start, end = self.special_token("<|im_start|>"), self.special_token("<|im_end|>")
-        out = self.prompt_start()
-        for role, content in messages:
-            out += [start, *self.tokenize_text(f"{role}\n{content}"), end, *self.tokenize_text("\n")]
-        if add_generation_prompt:
-            out += [start, *self.tokenize_text("assistant\n")]
-        return out
+        return self.vocabulary.chatml(messages, add_generation_prompt)
 
     def detokenize(self, tokens: Sequence[int]) -> str:
-        return self._vocab_llm.detokenize(list(tokens)).decode("utf-8", errors="replace")
+        return self.vocabulary.detokenize(tokens)
 
     def _is_control(self, token: int) -> bool:
-        return bool(llama_cpp.llama_vocab_is_control(self._vocab, token))
+        return self.vocabulary.is_control(token)
 
     # --- client-side cache bookkeeping ----------------------------------------------------
 

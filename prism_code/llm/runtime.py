@@ -21,6 +21,7 @@ from pathlib import Path
 import llama_cpp
 from llama_cpp import _internals
 
+from .vocab import Vocabulary
 from .models import DEFAULT_MODEL, MODELS, Progress, ensure_model, file_sha256
 
 log = logging.getLogger(__name__)
@@ -126,13 +127,12 @@ class LlamaSession:
         self.seed = seed
         self.tokens: list[int] = []  # exactly the tokens in the KV cache, in order; read-only for callers
         self.counters = SessionCounters()
-        self._vocab = llama_cpp.llama_model_get_vocab(self._llm.model)
         self._memory = llama_cpp.llama_get_memory(self._llm.ctx)
         # The context's output logits belong to the last token of self.tokens only right
         # after a decode; after a truncate or a restore they must be recomputed.
         self._logits_ready = False
         self._model_sha256 = model_sha256
-        self._specials: dict[str, int] = {}
+        self.vocabulary = Vocabulary(self._llm, self.model_path.name)
         self._lock = threading.RLock()
 
     @classmethod
@@ -191,46 +191,25 @@ class LlamaSession:
     # --- tokens -------------------------------------------------------------------
 
     def tokenize_text(self, text: str, special: bool = False) -> list[int]:
-        """Tokens of user or repository text; control-token spellings in it stay plain text."""
-        return self._llm.tokenize(text.encode("utf-8", errors="replace"), add_bos=False, special=special)
+        return self.vocabulary.tokenize_text(text, special)
 
     def special_token(self, name: str) -> int:
-        """The id of a control token such as "<|fim_prefix|>"; KeyError if the model has none."""
-        if name not in self._specials:
-            ids = self._llm.tokenize(name.encode("utf-8"), add_bos=False, special=True)
-            if len(ids) != 1 or ids == self.tokenize_text(name):
-                raise KeyError(f"{name!r} is not a special token of {self.model_path.name}")
-            self._specials[name] = ids[0]
-        return self._specials[name]
+        return self.vocabulary.special_token(name)
 
     def has_special_token(self, name: str) -> bool:
-        try:
-            self.special_token(name)
-        except KeyError:
-            return False
-        return True
+        return self.vocabulary.has_special_token(name)
 
     def prompt_start(self) -> list[int]:
-        """BOS if this model expects one (Qwen does not), so prompt builders stay model-agnostic."""
-        if llama_cpp.llama_vocab_get_add_bos(self._vocab):
-            return [llama_cpp.llama_vocab_bos(self._vocab)]
-        return []
+        return self.vocabulary.prompt_start()
 
     def chatml(self, messages: Iterable[tuple[str, str]], add_generation_prompt: bool = True) -> list[int]:
-        """A ChatML prompt (Qwen's chat format) with the markers as control tokens and the content as text."""
-        start, end = self.special_token("<|im_start|>"), self.special_token("<|im_end|>")
-        out = self.prompt_start()
-        for role, content in messages:
-            out += [start, *self.tokenize_text(f"{role}\n{content}"), end, *self.tokenize_text("\n")]
-        if add_generation_prompt:
-            out += [start, *self.tokenize_text("assistant\n")]
-        return out
+        return self.vocabulary.chatml(messages, add_generation_prompt)
 
     def detokenize(self, tokens: Sequence[int]) -> str:
-        return self._llm.detokenize(list(tokens)).decode("utf-8", errors="replace")
+        return self.vocabulary.detokenize(tokens)
 
     def is_eog(self, token: int) -> bool:
-        return bool(llama_cpp.llama_vocab_is_eog(self._vocab, token))
+        return self.vocabulary.is_eog(token)
 
     # --- KV cache -----------------------------------------------------------------
 
