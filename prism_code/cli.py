@@ -208,6 +208,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="an OpenAI-compatible completions server (llama.cpp, vLLM) instead of the local model")
     p.set_defaults(func=cmd_complete)
 
+    p = sub.add_parser("notes", help="function notes: the structured function memory")
+    workspace(p)
+    from prism_code.memory.cli import add_arguments as add_notes_arguments, notes_command
+
+    add_notes_arguments(p)
+    p.set_defaults(func=notes_command)
+
     p = sub.add_parser("serve", help="the language server on stdio (for editors)")
     p.set_defaults(func=cmd_serve)
 

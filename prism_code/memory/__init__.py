@@ -1,0 +1,11 @@
+"""Structured memory (PRISM): typed schemas, validated revisions, cache-friendly encodings.
+
+The model never rewrites memory. It proposes revisions (path, add | update, value);
+code checks each against the schema and applies it or rejects it with a reason. The
+modules, one idea each: schema (types, paths, validation), revisions (Def. 3.4),
+grammar (JSON grammars a chat model can follow), encoding (in-place vs amendments),
+accounting (PRISM Table 3), runner (the incremental loop), schemagen (model-written
+schemas, parsed never executed), schemas (hand-written ones), function_notes and
+notes_store (the repository's function memory), cok (Chain-of-Key module and
+repository summaries), cli (`prism-code notes`), ablation (the Table 3 comparison).
+"""

@@ -1,0 +1,271 @@
+"""Chain-of-Key summaries of modules and of the repository, on the PRISM revision engine.
+
+A module summary (`ModuleSummary{purpose, key_functions, depends_on}`) starts from what
+the index knows without a model: the module docstring, the files it imports. As the
+notes of its functions arrive, one CoK step merges them in, in the paper's two parts
+within one answer: first UPDATE revisions on paths that already exist (the purpose, a
+function already listed), then ADD revisions for keys that are new. Each part is
+constrained by a grammar naming exactly the paths it may touch, and every revision
+still goes through validation. The repository summary (`RepoSummary{purpose,
+modules}`) is the same step one level up, fed with module summaries.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+
+from prism_code.index import RepoIndex
+from prism_code.llm.runtime import LlamaSession
+from prism_code.memory.accounting import Accounting
+from prism_code.memory.function_notes import DETERMINISTIC, LLM, file_order, notes_for
+from prism_code.memory.grammar import json_layout_grammar
+from prism_code.memory.notes_store import NotesStore
+from prism_code.memory.revisions import Rejected, Revision, Target, apply_all, parse_revisions, revision_json_schema
+from prism_code.memory.schema import format_path, schema_source
+from prism_code.memory.schemas import FunctionNote, ModuleSummary, RepoSummary
+from prism_code.workspace import content_hash
+
+log = logging.getLogger(__name__)
+
+REPO_KEY = ""  # the repository summary's row in the summaries table
+
+
+@dataclass(frozen=True)
+class SummaryLookup:
+    summary: dict  # ModuleSummary or RepoSummary as JSON
+    source: str  # LLM | DETERMINISTIC
+
+
+@dataclass
+class CokResult:
+    memory: dict
+    applied: list[Revision] = field(default_factory=list)
+    rejected: list[Rejected] = field(default_factory=list)
+    accounting: Accounting = field(default_factory=Accounting)
+
+
+_INSTRUCTION = (
+    "You keep a structured summary up to date. [CLASS] defines it, [PARTIAL SUMMARY] is its "
+    "current state and [NEW INFORMATION] is what just arrived. Answer in two parts.\n"
+    "[UPDATED OBJECTS]: a JSON list of revisions {\"path\": ..., \"op\": \"update\", \"value\": ...} "
+    "for paths that already exist in [PARTIAL SUMMARY] and that the new information improves; "
+    "a new value keeps what the old one said and adds to it. [] when nothing improves.\n"
+    "[ADDED OBJECTS]: a JSON list of revisions {\"path\": ..., \"op\": \"add\", \"value\": ...} for "
+    "keys that are new, only the important ones. Paths name each key in single quotes.\n\n"
+    "Example (for a different file):\n"
+    "[PARTIAL SUMMARY]\n"
+    '{"purpose": "", "key_functions": {"read_config": "Reads the settings file."}, '
+    '"depends_on": ["app/paths.py"]}\n'
+    "[NEW INFORMATION]\n"
+    '{"write_config": "Saves the settings to disk."}\n'
+    "[UPDATED OBJECTS]\n"
+    "[{\"path\": \"$.'purpose'\", \"op\": \"update\", \"value\": \"Loads and saves the "
+    'application settings file."}]\n'
+    "[ADDED OBJECTS]\n"
+    "[{\"path\": \"$.'key_functions'.'write_config'\", \"op\": \"add\", \"value\": \"Saves the "
+    'settings to disk."}]'
+)
+
+
+def cok_step(session: LlamaSession, schema: type, memory: dict, new_information: str,
+             update_targets: Sequence[Target], add_targets: Sequence[Target], *,
+             max_updates: int = 2, max_adds: int = 4, max_tokens: int = 160,
+             cancelled: Callable[[], bool] | None = None) -> CokResult:
+    """One Chain-of-Key merge of `new_information` into `memory` (changed in place)."""
+    s = session
+    start, end = s.special_token("<|im_start|>"), s.special_token("<|im_end|>")
+    newline = s.tokenize_text("\n")
+    tokens = (s.prompt_start() + [start] + s.tokenize_text("system\n" + _INSTRUCTION) + [end] + newline
+              + [start] + s.tokenize_text("user\n")
+              + s.tokenize_text("[CLASS]\n" + schema_source(schema) + "\n")
+              + s.tokenize_text("[PARTIAL SUMMARY]\n" + json.dumps(memory, ensure_ascii=False) + "\n\n")
+              + s.tokenize_text("[NEW INFORMATION]\n" + new_information.strip())
+              + [end] + newline + [start] + s.tokenize_text("assistant\n[UPDATED OBJECTS]\n"))
+    result = CokResult(memory)
+    for op, targets, limit, header in (("update", update_targets, max_updates, "\n[ADDED OBJECTS]\n"),
+                                       ("add", add_targets, max_adds, "")):
+        if targets and limit > 0:
+            grammar = json_layout_grammar(revision_json_schema(ops=(op,), targets=targets, max_items=limit))
+            gen = s.generate(tokens, max_tokens=max_tokens, grammar=grammar, cancelled=cancelled)
+            result.accounting.add(gen.stats)
+            if gen.stats.finish_reason == "cancelled":
+                return result
+            proposed, errors = parse_revisions(gen.text)
+            for error in errors:
+                log.info("CoK %s: %s", op, error)
+            applied, rejected = apply_all(memory, [r for r in proposed if r.op == op], schema)
+            result.applied += [a.revision for a in applied]
+            result.rejected += rejected
+            answer = s.tokenize_text(gen.text.strip() or "[]")
+        else:
+            answer = s.tokenize_text("[]")
+        tokens = tokens + answer + s.tokenize_text(header)
+    return result
+
+
+# ---- modules ---------------------------------------------------------------------------------
+
+
+def _module_doc(text: str) -> str:
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return ""
+    return ast.get_docstring(tree) or ""
+
+
+def _first_sentence(doc: str) -> str:
+    text = " ".join(doc.strip().split("\n\n", 1)[0].split())
+    end = text.find(". ")
+    return text[: end + 1] if end >= 0 else text
+
+
+def module_imports(index: RepoIndex, path: str) -> list[str]:
+    with index.lock:
+        pf = index.graph.parsed.get(path)
+        if pf is None:
+            return []
+        resolver = index.graph.resolver
+        return sorted({t for imp in pf.imports for t in resolver.resolve(imp, path, pf.language) if t != path})
+
+
+def _file_hash(index: RepoIndex, path: str) -> str:
+    return content_hash("\n".join(index.lines.get(path, [])).encode("utf-8"))
+
+
+def deterministic_summary(index: RepoIndex, path: str, store: NotesStore | None = None) -> dict:
+    """A ModuleSummary from the docstring, the imports and the notes that exist now."""
+    text = "\n".join(index.lines.get(path, []))
+    doc = _first_sentence(_module_doc(text)) if path.endswith(".py") else ""
+    functions = sorted((f for f in index.functions() if f.path == path), key=lambda f: f.start_line)
+    # Module-level functions and public methods: what another file would call.
+    top = [f.qualname for f in functions if "." not in f.qualname
+           or (f.qualname.count(".") == 1 and not f.qualname.rsplit(".", 1)[1].startswith("_"))]
+    key_functions = {}
+    for qualname in top[:8]:
+        lookup = notes_for(index, path, qualname, store)
+        if lookup is not None:
+            key_functions[qualname] = lookup.note.purpose
+    purpose = doc or (f"Defines {', '.join(top[:5])}." if top else f"Source file {path}.")
+    return asdict(ModuleSummary(purpose=purpose, key_functions=key_functions,
+                                depends_on=module_imports(index, path)))
+
+
+def module_summary(index: RepoIndex, path: str, store: NotesStore | None = None) -> SummaryLookup:
+    """The module's CoK summary if it was made for the file's current text, else a deterministic one."""
+    own = store is None
+    store = store or NotesStore.for_index(index)
+    try:
+        stored = store.summary(path)
+        if stored is not None and stored.hash == _file_hash(index, path):
+            return SummaryLookup(stored.summary, LLM)
+        return SummaryLookup(deterministic_summary(index, path, store), DETERMINISTIC)
+    finally:
+        if own:
+            store.close()
+
+
+def _notes_text(notes: dict[str, FunctionNote]) -> str:
+    return "\n".join(json.dumps({q: n.purpose}, ensure_ascii=False) for q, n in notes.items())
+
+
+class ModuleSummarizer:
+    """Keeps module summaries current as function notes arrive (CoK Update/Add steps)."""
+
+    def __init__(self, session: LlamaSession, index: RepoIndex, store: NotesStore,
+                 model: str = "", notes_per_step: int = 6) -> None:
+        self.session = session
+        self.index = index
+        self.store = store
+        self.model = model or session.model_path.name
+        self.notes_per_step = notes_per_step
+        self.accounting = Accounting()
+
+    def _start(self, path: str) -> dict:
+        stored = self.store.summary(path)
+        if stored is not None and stored.hash == _file_hash(self.index, path):
+            return stored.summary
+        memory = deterministic_summary(self.index, path, self.store)
+        # The model fills these from the notes; a placeholder purpose would only be kept.
+        memory["key_functions"] = {}
+        if not _module_doc("\n".join(self.index.lines.get(path, []))):
+            memory["purpose"] = ""
+        return memory
+
+    def notes_arrived(self, path: str, notes: dict[str, FunctionNote],
+                      cancelled: Callable[[], bool] | None = None) -> dict:
+        """Merge new notes of one file into its summary; persists and returns the summary."""
+        memory = self._start(path)
+        items = list(notes.items())
+        for i in range(0, len(items), self.notes_per_step):
+            group = dict(items[i:i + self.notes_per_step])
+            existing = [Target(str, path=format_path(("key_functions", k))) for k in memory["key_functions"]]
+            updates = [Target(str, path="$.'purpose'"), *existing]
+            adds = [Target(str, path=format_path(("key_functions", q))) for q in group
+                    if q not in memory["key_functions"]]
+            result = cok_step(self.session, ModuleSummary, memory, _notes_text(group), updates, adds,
+                              cancelled=cancelled)
+            self.accounting.add(result.accounting)
+        self.store.put_summary(path, _file_hash(self.index, path), memory, self.model)
+        return memory
+
+    def summarize(self, paths: Sequence[str] | None = None, cancelled: Callable[[], bool] | None = None,
+                  progress: Callable[[int, int], None] | None = None) -> int:
+        """Summaries for files whose text changed since their last one, from their notes."""
+        by_file: dict[str, list[str]] = {}
+        for f in self.index.functions():
+            by_file.setdefault(f.path, []).append(f.qualname)
+        todo = [p for p in (paths if paths is not None else file_order(self.index)) if p in by_file]
+        todo = [p for p in todo if (s := self.store.summary(p)) is None or s.hash != _file_hash(self.index, p)]
+        done = 0
+        for n, path in enumerate(todo):
+            if cancelled is not None and cancelled():
+                break
+            notes = {q: lookup.note for q in by_file[path]
+                     if (lookup := notes_for(self.index, path, q, self.store)) is not None}
+            self.notes_arrived(path, notes, cancelled)
+            done += 1
+            if progress is not None:
+                progress(n + 1, len(todo))
+        return done
+
+
+# ---- the repository ----------------------------------------------------------------------------
+
+
+def repo_summary(index: RepoIndex, store: NotesStore | None = None) -> SummaryLookup:
+    """The repository summary made by `summarize_repo`, else one listing the module purposes."""
+    own = store is None
+    store = store or NotesStore.for_index(index)
+    try:
+        stored = store.summary(REPO_KEY)
+        if stored is not None:
+            return SummaryLookup(stored.summary, LLM)
+        modules = {p: module_summary(index, p, store).summary["purpose"] for p in file_order(index)[:40]}
+        return SummaryLookup(asdict(RepoSummary(purpose=f"Repository {index.root.name}.", modules=modules)),
+                             DETERMINISTIC)
+    finally:
+        if own:
+            store.close()
+
+
+def summarize_repo(session: LlamaSession, index: RepoIndex, store: NotesStore, *, modules_per_step: int = 6,
+                   cancelled: Callable[[], bool] | None = None) -> dict:
+    """CoK over the module summaries, a few modules per step, into a RepoSummary."""
+    stored = store.summary(REPO_KEY)
+    memory = stored.summary if stored is not None else asdict(RepoSummary("", {}))
+    paths = [p for p in file_order(index) if any(f.path == p for f in index.functions())]
+    for i in range(0, len(paths), modules_per_step):
+        if cancelled is not None and cancelled():
+            break
+        group = {p: module_summary(index, p, store).summary["purpose"] for p in paths[i:i + modules_per_step]}
+        updates = [Target(str, path="$.'purpose'")]
+        adds = [Target(str, path=format_path(("modules", p))) for p in group if p not in memory["modules"]]
+        cok_step(session, RepoSummary, memory, "\n".join(json.dumps({p: v}) for p, v in group.items()),
+                 updates, adds, max_updates=1, cancelled=cancelled)
+    store.put_summary(REPO_KEY, "", memory, session.model_path.name)
+    return memory

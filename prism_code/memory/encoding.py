@@ -1,0 +1,146 @@
+"""The two memory encodings of PRISM Sec. 3.3, laid out as token lists.
+
+A step prompt is (task, query, schema, memory, chunk), stable parts first, so only the
+memory's changed tail and the new chunk are evaluated again:
+
+- in-place: the memory JSON rendered whole after every step; the cache holds up to the
+  first token that changed;
+- amendments: the memory the pass started from, then one line per revision applied
+  since; an applied revision only appends tokens, so everything before it stays a
+  cached prefix, at the price of a longer memory when updates repeat paths.
+
+Every part is tokenized on its own and the lists are concatenated, so a part's tokens
+never depend on what follows it. Repository and user text goes through tokenize_text
+(control-token spellings stay text); only the ChatML markers are control tokens.
+"""
+
+from __future__ import annotations
+
+import json
+import typing
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from prism_code.llm.runtime import LlamaSession
+from prism_code.memory.revisions import Revision
+from prism_code.memory.schema import fields_of, format_path, optional_inner, schema_source, walk_templates
+
+
+class Encoding(str, Enum):
+    IN_PLACE = "in-place"
+    AMENDMENTS = "amendments"
+
+
+def render_memory(memory: dict) -> str:
+    # One line, insertion order: an add lands at the end of its object, so the text
+    # before it does not move.
+    return json.dumps(memory, ensure_ascii=False)
+
+
+def _skeleton(t: Any, name: str) -> Any:
+    inner = optional_inner(t)
+    t = inner if inner is not None else t
+    if t is str:
+        return f"<{name}>"
+    if t is bool:
+        return True
+    if t in (int, float):
+        return 1
+    origin, args = typing.get_origin(t), typing.get_args(t)
+    if origin is list:
+        return [_skeleton(args[0], name)]
+    if origin is dict:
+        return {"<key>": _skeleton(args[1], name)}
+    return {k: _skeleton(v, k) for k, v in fields_of(t).items()}
+
+
+def example_revision(schema: type) -> Revision:
+    """An add at the schema's first dict entry (else its first field), values as <placeholders>."""
+    templates = list(walk_templates(schema, max_depth=2))
+    template, t = next(((p, t) for p, t in templates if None in p), templates[0])
+    path = format_path(tuple("<key>" if s is None else s for s in template))
+    return Revision(path, "add", _skeleton(t, str(template[-1] or "value")))
+
+
+def format_rules(allow_updates: bool, encoding: Encoding, schema: type) -> str:
+    ops = ('"add" creates a path that is not in the memory yet; "update" replaces the value '
+           "at a path that is already there." if allow_updates else
+           '"op" is always "add": it creates a path that is not in the memory yet. Never '
+           "repeat a path that exists.")
+    memory = ("[MEMORY] holds the memory as it stood at the start; the lines under "
+              "[AMENDMENTS] are revisions applied since, and a later line wins over an "
+              "earlier one for the same path." if encoding is Encoding.AMENDMENTS else
+              "[MEMORY] holds the current memory as JSON.")
+    return (
+        "The input arrives in parts. [TEXT] is the next part; the memory already holds what "
+        "the earlier parts said. Propose revisions that put into the memory what [TEXT] says "
+        "about [QUERY]; do not repeat what the memory holds. The memory follows the "
+        "dataclasses in [SCHEMA]. " + memory + "\n"
+        "Answer with a JSON list of revisions, each "
+        '{"path": ..., "op": ..., "value": ...}. A path starts at $ and names each field or '
+        "dict key in single quotes, e.g. $.'field'.'key'. " + ops + " The value must have the "
+        "type the schema gives for that path.\n"
+        "Example: [" + example_revision(schema).line() + "]"
+    )
+
+
+@dataclass
+class Prompt:
+    tokens: list[int]
+    memory_start: int  # offset of the first memory token
+    memory_end: int  # offset just past the memory (where the chunk begins)
+
+
+@dataclass
+class PromptBuilder:
+    """Builds the step prompts of one pass and keeps the amendment lines applied so far."""
+
+    session: LlamaSession
+    task: str
+    query: str
+    schema: type
+    encoding: Encoding = Encoding.AMENDMENTS
+    allow_updates: bool = True
+    base: dict = field(default_factory=dict)  # the memory the pass starts from
+    _head: list[int] = field(default_factory=list, init=False)
+    _base_tokens: list[int] = field(default_factory=list, init=False)
+    _amendments: list[int] = field(default_factory=list, init=False)
+    _tail: list[int] = field(default_factory=list, init=False)
+
+    def __post_init__(self) -> None:
+        s = self.session
+        start, end = s.special_token("<|im_start|>"), s.special_token("<|im_end|>")
+        newline = s.tokenize_text("\n")
+        system = self.task.strip() + "\n\n" + format_rules(self.allow_updates, self.encoding, self.schema)
+        self._head = (s.prompt_start() + [start] + s.tokenize_text("system\n" + system) + [end] + newline
+                      + [start] + s.tokenize_text("user\n")
+                      + s.tokenize_text("[QUERY]\n" + self.query.strip() + "\n\n")
+                      + s.tokenize_text("[SCHEMA]\n" + schema_source(self.schema) + "\n")
+                      + s.tokenize_text("[MEMORY]\n"))
+        if self.encoding is Encoding.AMENDMENTS:
+            self._base_tokens = s.tokenize_text(render_memory(self.base) + "\n\n[AMENDMENTS]\n")
+        self._tail = [end] + newline + [start] + s.tokenize_text("assistant\n")
+
+    @property
+    def head(self) -> list[int]:
+        """Task, query and schema: the same for every step of the pass."""
+        return list(self._head)
+
+    def record(self, applied: list[Revision]) -> None:
+        """Note revisions that were applied (only the amendments encoding shows them)."""
+        if self.encoding is Encoding.AMENDMENTS:
+            for revision in applied:
+                self._amendments += self.session.tokenize_text(revision.line() + "\n")
+
+    def memory_tokens(self, memory: dict) -> list[int]:
+        if self.encoding is Encoding.AMENDMENTS:
+            return self._base_tokens + self._amendments
+        return self.session.tokenize_text(render_memory(memory) + "\n")
+
+    def prompt(self, memory: dict, chunk: str) -> Prompt:
+        """The step prompt; `memory` is the current memory (in-place renders it)."""
+        mem = self.memory_tokens(memory)
+        text = self.session.tokenize_text("\n[TEXT]\n" + chunk)
+        tokens = self._head + mem + text + self._tail
+        return Prompt(tokens, len(self._head), len(self._head) + len(mem))

@@ -1,0 +1,565 @@
+"""The PRISM function memory of a repository: one note per function, made ahead of time.
+
+The memory is `FunctionMemory{functions: dict[str, FunctionNote]}` (PRISM App. A,
+Listing 2). Every function has a deterministic note at once (signature, docstring,
+callers and callees), so hovers and search never wait for the model. The LLM pass
+then writes notes in file-dependency order (imported files first, files open in the
+editor before everything), each as the revision `add $.'functions'.'<qualname>'`,
+validated against the schema and committed to disk at once, keyed by the function's
+content hash: an unchanged function is never noted twice, and a killed run resumes
+where it stopped.
+
+Speed on a 2-core CPU comes from what the model does not have to do:
+- the instruction, schema and three worked examples form a fixed prefix that stays in
+  the KV cache for the whole run (and can be restored from a state file);
+- the fixed parts of each answer (the qualname key, the field names, the quotes) are
+  evaluated as prompt tokens, which costs a fraction of decoding them; the model
+  decodes only the four field texts, each stopped at its closing quote and capped.
+That second point is a grammar whose fixed parts are prefilled rather than sampled, so
+no llama.cpp grammar (which doubles the cost of each sampled token) is needed.
+
+Several functions can share one growing context (`NotesSettings.batch`, one chat turn
+each). On marshmallow with the 0.5B model that was slower (45 vs 50 notes/min: the
+longer context makes every token dearer) and let one note's phrasing spread to the
+next, so by default each function is one turn right after the cached prefix.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from textwrap import dedent
+
+import networkx as nx
+
+from prism_code.embeddings import name_words
+from prism_code.fragments import Fragment
+from prism_code.graph import def_node
+from prism_code.index import RepoIndex
+from prism_code.llm.runtime import Generation, LlamaSession
+from prism_code.memory.accounting import Accounting
+from prism_code.memory.notes_store import NotesStore
+from prism_code.memory.revisions import Applied, Revision, apply
+from prism_code.memory.schema import format_path, schema_source
+from prism_code.memory.schemas import FunctionMemory, FunctionNote
+from prism_code.parse import language_for_path
+from prism_code.workspace import content_hash
+
+log = logging.getLogger(__name__)
+
+LLM = "llm"
+DETERMINISTIC = "deterministic"
+FIELDS = ("purpose", "input", "output", "procedure")
+
+
+@dataclass(frozen=True)
+class NoteLookup:
+    note: FunctionNote
+    source: str  # LLM | DETERMINISTIC
+
+
+def function_hash(index: RepoIndex, fragment: Fragment) -> str:
+    """The content hash of the function's lines (what the index stores as its definition hash)."""
+    return content_hash(index.text(fragment).encode("utf-8"))
+
+
+# ---- deterministic notes -----------------------------------------------------------------
+
+
+def _first_sentence(doc: str, max_words: int = 30) -> str:
+    paragraph = re.split(r"\n\s*\n", doc.strip(), maxsplit=1)[0] if doc.strip() else ""
+    text = " ".join(paragraph.split())
+    match = re.match(r"(.+?[.!?])(\s|$)", text)
+    sentence = match.group(1) if match else text
+    words = sentence.split()
+    return " ".join(words[:max_words]) + (" ..." if len(words) > max_words else "")
+
+
+def _balanced(text: str, start: int) -> int:
+    """Index just past the bracket group opening at text[start]."""
+    depth = 0
+    for i in range(start, len(text)):
+        if text[i] in "([{<":
+            depth += 1
+        elif text[i] in ")]}>" and not (text[i] == ">" and text[i - 1] == "-"):
+            depth -= 1
+            if depth == 0:
+                return i + 1
+    return len(text)
+
+
+def signature_parts(signature: str) -> tuple[list[str], str]:
+    """(parameters without self/cls/this, return annotation or "") read off a signature line."""
+    open_at = signature.find("(")
+    if open_at < 0:
+        return [], ""
+    end = _balanced(signature, open_at)
+    if signature.lstrip().startswith("func (") and "(" in signature[end:]:
+        open_at = signature.index("(", end)  # a Go method: skip the receiver
+        end = _balanced(signature, open_at)
+    inner = signature[open_at + 1:end - 1]
+    params, depth, current = [], 0, ""
+    for c in inner:
+        if c in "([{<":
+            depth += 1
+        elif c in ")]}>":
+            depth -= 1
+        if c == "," and depth == 0:
+            params.append(current.strip())
+            current = ""
+        else:
+            current += c
+    if current.strip():
+        params.append(current.strip())
+    params = [p for p in params if p.split(":")[0].strip().lstrip("&*") not in ("self", "cls", "this", "mut self")]
+    rest = signature[end:].strip()
+    returns = ""
+    if rest.startswith("->"):
+        returns = rest[2:].strip()
+    elif rest.startswith(":"):
+        returns = rest[1:].strip()
+    elif rest and not rest.startswith(("{", "throws", "const", "override", "where")):
+        returns = rest  # Go: func f(x int) (int, error)
+    return params, returns.rstrip(":{ ").strip()
+
+
+def deterministic_note(index: RepoIndex, fragment: Fragment) -> FunctionNote:
+    """A note from what the parse and the graph know, available before any model runs."""
+    # Hover owns the rule that tells a call edge from an import edge; memory must not be
+    # imported by hover at module level for this to stay acyclic, and it is not.
+    from prism_code.tasks.hover import call_links
+
+    definition = index.definition(fragment.path, fragment.qualname)
+    name = fragment.qualname.rsplit(".", 1)[-1]
+    signature = definition.signature if definition else ""
+    doc = definition.doc if definition else ""
+    kind = definition.kind if definition else "function"
+    owner = f" of {definition.parent}" if definition and definition.parent else ""
+    purpose = _first_sentence(doc) or f"{name_words(name).capitalize() or name} ({kind}{owner})."
+    params, returns = signature_parts(signature)
+    with index.lock:
+        callers, callees = call_links(index.graph, def_node(fragment.path, fragment.qualname))
+        caller_names = sorted({index.graph.g.nodes[n].get("qualname", "module code") for n in callers})
+        callee_names = sorted({index.graph.g.nodes[n].get("qualname", "?") for n in callees})
+    procedure = []
+    if callee_names:
+        procedure.append("Calls " + ", ".join(callee_names[:6]) + ("" if len(callee_names) <= 6 else ", ..."))
+    if caller_names:
+        procedure.append("called by " + ", ".join(caller_names[:6]) + ("" if len(caller_names) <= 6 else ", ..."))
+    return FunctionNote(
+        purpose=purpose,
+        input=", ".join(params) if params else "no parameters",
+        output=f"returns {returns}" if returns else "",
+        procedure=("; ".join(procedure) + ".") if procedure else "",
+    )
+
+
+def notes_for(index: RepoIndex, path: str, qualname: str, store: NotesStore | None = None) -> NoteLookup | None:
+    """The best note for a function now: the LLM's if it was written for this text, else the
+    deterministic one. None when the index has no such function."""
+    fragment = index.fragments.get(f"{path}#{qualname}")
+    if fragment is None:
+        return None
+    own = store is None
+    store = store or NotesStore.for_index(index)
+    try:
+        stored = store.get(path, qualname)
+        current = function_hash(index, fragment)
+        if stored is not None and stored.hash == current:
+            return NoteLookup(stored.note, LLM)
+        moved = store.by_hash(current)
+        if moved is not None:
+            return NoteLookup(moved.note, LLM)
+    finally:
+        if own:
+            store.close()
+    return NoteLookup(deterministic_note(index, fragment), DETERMINISTIC)
+
+
+# ---- order ---------------------------------------------------------------------------------
+
+
+def file_order(index: RepoIndex, priority: Sequence[str] = ()) -> list[str]:
+    """Indexed files, imported ones before their importers; `priority` files come first.
+
+    Import cycles are condensed and their files taken in path order; among files free to
+    go next, the smallest path goes first, so the order is the same on every run.
+    """
+    with index.lock:
+        parsed = dict(index.graph.parsed)
+        resolver = index.graph.resolver
+        deps = {path: {t for imp in pf.imports for t in resolver.resolve(imp, path, pf.language)
+                       if t != path and t in parsed}
+                for path, pf in parsed.items()}
+    g = nx.DiGraph()
+    g.add_nodes_from(parsed)
+    g.add_edges_from((dep, path) for path, targets in deps.items() for dep in targets)
+    condensed = nx.condensation(g)
+    members = {c: sorted(condensed.nodes[c]["members"]) for c in condensed}
+    order = [p for c in nx.lexicographical_topological_sort(condensed, key=lambda c: members[c][0])
+             for p in members[c]]
+    first = [p for p in dict.fromkeys(priority) if p in parsed]
+    return first + [p for p in order if p not in set(first)]
+
+
+def functions_in_order(index: RepoIndex, priority: Sequence[str] = ()) -> list[Fragment]:
+    by_file: dict[str, list[Fragment]] = {}
+    for fragment in index.functions():
+        by_file.setdefault(fragment.path, []).append(fragment)
+    return [f for path in file_order(index, priority)
+            for f in sorted(by_file.get(path, []), key=lambda f: (f.start_line, f.qualname))]
+
+
+# ---- the LLM pass --------------------------------------------------------------------------
+
+_SYSTEM = (
+    "You write short notes about functions for a code search index. The user sends one "
+    "function at a time; answer with one JSON object that maps the function's qualified "
+    "name to a FunctionNote. Keep each field short and plain: no code, no markdown, no "
+    "repeating the function's name.\n\n[SCHEMA]\n"
+)
+
+# Worked examples, written for this prompt: they set the length and the tone. Their
+# domains are far from typical code on purpose, since a small model copies phrases
+# from an example that looks like the function at hand.
+_EXAMPLES: tuple[tuple[str, str, str, FunctionNote], ...] = (
+    ("text/slug.py", "slugify", dedent('''\
+        def slugify(title, sep="-"):
+            words = re.findall(r"[a-z0-9]+", title.lower())
+            return sep.join(words)
+        '''),
+     FunctionNote("Turns a title into a URL-safe slug.",
+                  "title text and a separator",
+                  "the slug string",
+                  "Lowercases the title and joins its words with the separator.")),
+    ("garden/pump.py", "Pump.water", dedent('''\
+        class Pump:
+            def water(self, bed, litres):
+                if self.tank < litres:
+                    raise DryTank(bed)
+                self.tank -= litres
+                self.log.append((bed, litres))
+                return self.tank
+        '''),
+     FunctionNote("Waters a garden bed from the tank.",
+                  "the bed and litres of water",
+                  "the litres left in the tank",
+                  "Raises DryTank if the tank is too low, else pours and logs it.")),
+    ("net/retry.py", "retry", dedent('''\
+        def retry(call, attempts=3, delay=0.5):
+            \"\"\"Call ``call`` until it succeeds.
+
+            :param call: a function without arguments
+            :param attempts: how many times to try
+            :param delay: seconds to wait between tries
+            :raises RuntimeError: when every try failed
+            \"\"\"
+            for n in range(attempts):
+                try:
+                    return call()
+                except Exception:
+                    time.sleep(delay)
+            raise RuntimeError("all attempts failed")
+        '''),
+     FunctionNote("Retries an unreliable call until it succeeds.",
+                  "the call, attempts and delay",
+                  "the call's result, or RuntimeError",
+                  "Loops over the attempts, sleeping after each failure.")),
+)
+
+
+@dataclass
+class NotesSettings:
+    batch: int = 1  # functions sharing one context before it is cut back to the prefix
+    max_source_tokens: int = 320  # a longer function is shown up to here, then "..."
+    field_tokens: dict[str, int] = field(default_factory=lambda: {
+        "purpose": 28, "input": 20, "output": 20, "procedure": 32})
+    model: str = ""  # recorded with each note; default: the session's model file name
+
+
+@dataclass
+class NotesRun:
+    total: int = 0  # functions in the repository (or under the limit)
+    up_to_date: int = 0  # already noted for their current text
+    copied: int = 0  # taken from a note of the same text elsewhere
+    noted: int = 0  # written by the model in this run
+    failed: int = 0
+    cancelled: bool = False
+    seconds: float = 0.0  # model time of this run
+    accounting: Accounting = field(default_factory=Accounting)
+
+    @property
+    def notes_per_minute(self) -> float:
+        return 60 * self.noted / self.seconds if self.seconds else 0.0
+
+    @property
+    def decoded_per_note(self) -> float:
+        return self.accounting.decoded / self.noted if self.noted else 0.0
+
+    def as_row(self) -> dict:
+        return {"total": self.total, "up_to_date": self.up_to_date, "copied": self.copied,
+                "noted": self.noted, "failed": self.failed, "cancelled": self.cancelled,
+                "seconds": round(self.seconds, 1), "notes_per_minute": round(self.notes_per_minute, 1),
+                "decoded_per_note": round(self.decoded_per_note, 1), **self.accounting.as_row()}
+
+
+class NoteWriter:
+    """Writes notes with one session: a cached prefix, then one chat turn per function."""
+
+    def __init__(self, session: LlamaSession, settings: NotesSettings | None = None) -> None:
+        self.session = session
+        self.settings = settings or NotesSettings()
+        s = session
+        self._start, self._end = s.special_token("<|im_start|>"), s.special_token("<|im_end|>")
+        self._newline = s.tokenize_text("\n")
+        prefix = s.prompt_start() + self._turn("system", s.tokenize_text(_SYSTEM + schema_source(FunctionMemory)))
+        for path, qualname, source, note in _EXAMPLES:
+            prefix += self._turn("user", self._source_tokens(path, source))
+            prefix += self._turn("assistant", s.tokenize_text(_answer(qualname, note)))
+        self.prefix = prefix
+        self.tokens = list(prefix)
+        self._in_context = 0
+
+    def _turn(self, role: str, content: list[int]) -> list[int]:
+        return [self._start, *self.session.tokenize_text(role + "\n"), *content, self._end, *self._newline]
+
+    def _source_tokens(self, path: str, source: str) -> list[int]:
+        language = language_for_path(path) or ""
+        head = self.session.tokenize_text(f"{path}\n```{language}\n")
+        body = self.session.tokenize_text(source.rstrip("\n"))
+        if len(body) > self.settings.max_source_tokens:
+            body = body[: self.settings.max_source_tokens] + self.session.tokenize_text("\n    ...")
+        return head + body + self.session.tokenize_text("\n```")
+
+    def reset(self) -> None:
+        self.tokens = list(self.prefix)
+        self._in_context = 0
+
+    def _room_for_one_more(self) -> bool:
+        budget = (self.settings.max_source_tokens + sum(self.settings.field_tokens.values()) + 96)
+        return (self._in_context < self.settings.batch
+                and len(self.tokens) + budget < self.session.n_ctx)
+
+    def write(self, path: str, qualname: str, source: str, accounting: Accounting,
+              cancelled: Callable[[], bool] | None = None) -> FunctionNote | None:
+        """The model's note for one function; None when cancelled."""
+        if not self._room_for_one_more():
+            self.reset()
+        s = self.session
+        tokens = self.tokens + [self._start, *s.tokenize_text("user\n"), *self._source_tokens(path, source),
+                                self._end, *self._newline, self._start, *s.tokenize_text("assistant\n")]
+        scaffold = "{" + json.dumps(qualname, ensure_ascii=False) + ': {"purpose": "'
+        values: dict[str, str] = {}
+        for i, name in enumerate(FIELDS):
+            tokens += s.tokenize_text(scaffold)
+            gen = s.generate(tokens, max_tokens=self.settings.field_tokens[name], stop=('"', "\n"),
+                             cancelled=cancelled)
+            accounting.add(gen.stats)
+            if gen.stats.finish_reason == "cancelled":
+                # The turn is incomplete: the next prompt starts again from the batch so far.
+                return None
+            values[name] = _clean(gen.text, gen.stats.finish_reason)
+            kept, pending = _continuation(s, gen)
+            tokens += kept
+            scaffold = pending + ('", "' + FIELDS[i + 1] + '": "' if i + 1 < len(FIELDS) else '"}}')
+        tokens += s.tokenize_text(scaffold) + [self._end, *self._newline]
+        self.tokens = tokens
+        self._in_context += 1
+        return FunctionNote(**values)
+
+
+def _answer(qualname: str, note: FunctionNote) -> str:
+    return json.dumps({qualname: asdict(note)}, ensure_ascii=False)
+
+
+def _continuation(session: LlamaSession, gen: Generation) -> tuple[list[int], str]:
+    """(tokens to keep as they were sampled, text to tokenize with the next scaffold).
+
+    The sampled tokens are in the KV cache; re-tokenizing their text could split it
+    differently and force a re-evaluation. Only the last token, which held the closing
+    quote, is replaced by the text before the quote.
+    """
+    if gen.stats.finish_reason != "stop" or not gen.tokens:
+        return list(gen.tokens), ""
+    body = gen.tokens[:-1]
+    kept_text = session.detokenize(body)
+    if gen.text.startswith(kept_text):
+        return body, gen.text[len(kept_text):]
+    return [], gen.text
+
+
+def _clean(raw: str, finish: str) -> str:
+    try:
+        text = json.loads('"' + raw + '"')
+    except json.JSONDecodeError:
+        text = raw
+    text = " ".join(text.replace("\\", " ").split())
+    if finish == "length" and " " in text and not text.endswith((".", ")", "]")):
+        text = text.rsplit(" ", 1)[0] + " ..."  # cut at the cap: drop the half word
+    return text
+
+
+@dataclass(frozen=True)
+class _Work:
+    fragment: Fragment
+    hash: str
+
+
+def run_notes(
+    session: LlamaSession,
+    index: RepoIndex,
+    *,
+    priority: Sequence[str] = (),
+    limit: int | None = None,
+    cancelled: Callable[[], bool] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    on_note: Callable[[str, str, FunctionNote], None] | None = None,
+    store: NotesStore | None = None,
+    settings: NotesSettings | None = None,
+    state_cache=None,
+) -> NotesRun:
+    """Note every function whose text has no note yet; returns counts and cost.
+
+    `limit` caps how many notes the model writes in this run (the first in order).
+    `state_cache` (prism_code.llm.StateCache) keeps the prompt prefix's KV state on disk
+    across runs.
+    """
+    settings = settings or NotesSettings()
+    own = store is None
+    store = store or NotesStore.for_index(index)
+    run = NotesRun()
+    try:
+        work = _plan(index, store, priority, run)
+        if limit is not None:
+            work = work[:max(limit, 0)]
+        run.total = run.up_to_date + run.copied + len(work)
+        if work:
+            started = time.perf_counter()
+            _write_all(session, index, store, work, run, settings, cancelled, progress, on_note, state_cache)
+            run.seconds = time.perf_counter() - started
+        if limit is None and not run.cancelled:
+            # Every current function has its note now (or a copy made by _plan), so rows of
+            # functions that are gone can go too.
+            store.delete_missing({(f.path, f.qualname) for f in index.functions()})
+    finally:
+        if own:
+            store.close()
+    return run
+
+
+def _write_all(session: LlamaSession, index: RepoIndex, store: NotesStore, work: list[_Work], run: NotesRun,
+               settings: NotesSettings, cancelled: Callable[[], bool] | None,
+               progress: Callable[[int, int], None] | None,
+               on_note: Callable[[str, str, FunctionNote], None] | None, state_cache) -> None:
+    """The model writes each note; each is applied as a revision of its file's memory and committed."""
+    model = settings.model or session.model_path.name
+    writer = NoteWriter(session, settings)
+    if state_cache is not None:
+        state_cache.restore_longest_prefix(session, writer.prefix)
+    memories: dict[str, dict] = {}  # path -> FunctionMemory of that file, as stored
+    for n, item in enumerate(work):
+        if cancelled is not None and cancelled():
+            run.cancelled = True
+            return
+        fragment = item.fragment
+        note = writer.write(fragment.path, fragment.qualname, _shown_source(index, fragment), run.accounting,
+                            cancelled)
+        if n == 0 and state_cache is not None:
+            _save_prefix(state_cache, session, writer)
+        if note is None:
+            run.cancelled = True
+            return
+        note = _fill_gaps(note, index, fragment)
+        if fragment.path not in memories:
+            memories[fragment.path] = {"functions": {q: asdict(v) for q, v in store.notes_in(fragment.path).items()}}
+        memory = memories[fragment.path]
+        op = "update" if fragment.qualname in memory["functions"] else "add"
+        outcome = apply(memory, Revision(format_path(("functions", fragment.qualname)), op, asdict(note)),
+                        FunctionMemory)
+        if isinstance(outcome, Applied):
+            store.put(fragment.path, fragment.qualname, item.hash, note, model)
+            run.noted += 1
+            if on_note is not None:
+                on_note(fragment.path, fragment.qualname, note)
+        else:
+            log.warning("note for %s#%s rejected: %s", fragment.path, fragment.qualname, outcome.reason)
+            run.failed += 1
+        if progress is not None:
+            progress(run.up_to_date + run.copied + n + 1, run.total)
+
+
+def _plan(index: RepoIndex, store: NotesStore, priority: Sequence[str], run: NotesRun) -> list[_Work]:
+    """Functions needing a note, in order; counts the ones that do not."""
+    known = store.hashes()
+    work = []
+    for fragment in functions_in_order(index, priority):
+        current = function_hash(index, fragment)
+        stored = known.get((fragment.path, fragment.qualname))
+        if stored == current:
+            run.up_to_date += 1
+            continue
+        twin = store.by_hash(current)
+        if twin is not None:
+            store.put(fragment.path, fragment.qualname, current, twin.note, twin.model)
+            run.copied += 1
+            continue
+        work.append(_Work(fragment, current))
+    return work
+
+
+def _shown_source(index: RepoIndex, fragment: Fragment) -> str:
+    """The function's text; a method is shown under its class line so `self` has a type."""
+    text = index.text(fragment)
+    definition = index.definition(fragment.path, fragment.qualname)
+    if definition is not None and definition.parent and fragment.path.endswith(".py"):
+        return f"class {definition.parent.rsplit('.', 1)[-1]}:\n{text}"
+    return text
+
+
+def _fill_gaps(note: FunctionNote, index: RepoIndex, fragment: Fragment) -> FunctionNote:
+    """Fields the model left empty take the deterministic note's value."""
+    if all(getattr(note, f) for f in FIELDS):
+        return note
+    fallback = deterministic_note(index, fragment)
+    return FunctionNote(**{f: getattr(note, f) or getattr(fallback, f) for f in FIELDS})
+
+
+def _save_prefix(state_cache, session: LlamaSession, writer: NoteWriter) -> None:
+    """Persist the prefix's KV state once it has been evaluated (a later run restores it).
+
+    Saving cuts the cache back to the prefix, so the context is rebuilt from the prefix.
+    """
+    n = len(writer.prefix)
+    if session.tokens[:n] == writer.prefix:
+        state_cache.save_prefix(session, n)
+        writer.reset()
+
+
+def note_text(lookup: NoteLookup | None) -> str:
+    """The note as card text for dense search ("" when there is none)."""
+    return lookup.note.text() if lookup is not None else ""
+
+
+def llm_note_texts(index: RepoIndex, store: NotesStore | None = None) -> dict[str, str]:
+    """Fragment key -> note text, for functions whose model note matches their current text.
+
+    This is what function cards take as `note` (embeddings.card_text): deterministic notes
+    are left out, since they only repeat the signature and docstring the card already has.
+    """
+    own = store is None
+    store = store or NotesStore.for_index(index)
+    try:
+        stored = store.all_notes()
+    finally:
+        if own:
+            store.close()
+    out = {}
+    for fragment in index.functions():
+        entry = stored.get((fragment.path, fragment.qualname))
+        if entry is not None and entry.hash == function_hash(index, fragment):
+            out[fragment.key] = entry.note.text()
+    return out

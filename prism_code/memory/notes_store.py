@@ -1,0 +1,152 @@
+"""Function notes and module summaries on disk, next to the index, in tables of their own.
+
+They live in the workspace's index database (same file, own connection, own tables)
+so they go wherever the index goes, but the index schema and its version are left
+alone. Every note is one committed row, written as soon as it exists: a kill loses
+at most the note being written. A note is valid for exactly one text of its function,
+recorded as the function's content hash.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Self
+
+from prism_code.memory.schemas import FunctionNote
+
+_TABLES = (
+    """CREATE TABLE IF NOT EXISTS function_notes (
+      path TEXT NOT NULL, qualname TEXT NOT NULL, hash TEXT NOT NULL,
+      purpose TEXT NOT NULL, input TEXT NOT NULL, output TEXT NOT NULL, procedure TEXT NOT NULL,
+      model TEXT NOT NULL, created REAL NOT NULL, PRIMARY KEY (path, qualname))""",
+    "CREATE INDEX IF NOT EXISTS function_notes_hash ON function_notes(hash)",
+    """CREATE TABLE IF NOT EXISTS module_summaries (
+      path TEXT PRIMARY KEY, hash TEXT NOT NULL, summary TEXT NOT NULL, model TEXT NOT NULL,
+      created REAL NOT NULL)""",
+)
+
+
+@dataclass(frozen=True)
+class StoredNote:
+    path: str
+    qualname: str
+    hash: str
+    note: FunctionNote
+    model: str
+
+
+@dataclass(frozen=True)
+class StoredSummary:
+    path: str
+    hash: str
+    summary: dict
+    model: str
+
+
+class NotesStore:
+    def __init__(self, db_path: Path) -> None:
+        self.path = db_path
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(db_path, timeout=30, isolation_level=None, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        for statement in _TABLES:
+            self._db.execute(statement)
+
+    @classmethod
+    def for_index(cls, index) -> NotesStore:
+        """The notes of a RepoIndex's workspace."""
+        return cls(index.store.path)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- function notes ---------------------------------------------------------------
+
+    def get(self, path: str, qualname: str) -> StoredNote | None:
+        with self._lock:
+            row = self._db.execute(
+                "SELECT path, qualname, hash, purpose, input, output, procedure, model "
+                "FROM function_notes WHERE path = ? AND qualname = ?", (path, qualname)).fetchone()
+        return _note(row)
+
+    def by_hash(self, content_hash: str) -> StoredNote | None:
+        """Any note written for this exact function text (a moved or copied function)."""
+        with self._lock:
+            row = self._db.execute(
+                "SELECT path, qualname, hash, purpose, input, output, procedure, model "
+                "FROM function_notes WHERE hash = ? LIMIT 1", (content_hash,)).fetchone()
+        return _note(row)
+
+    def notes_in(self, path: str) -> dict[str, FunctionNote]:
+        """qualname -> note for every note of one file (current or not)."""
+        with self._lock:
+            rows = self._db.execute("SELECT qualname, purpose, input, output, procedure FROM function_notes "
+                                    "WHERE path = ?", (path,)).fetchall()
+        return {q: FunctionNote(p, i, o, pr) for q, p, i, o, pr in rows}
+
+    def all_notes(self) -> dict[tuple[str, str], StoredNote]:
+        with self._lock:
+            rows = self._db.execute("SELECT path, qualname, hash, purpose, input, output, procedure, model "
+                                    "FROM function_notes").fetchall()
+        return {(row[0], row[1]): _note(row) for row in rows}
+
+    def hashes(self) -> dict[tuple[str, str], str]:
+        with self._lock:
+            return {(p, q): h for p, q, h in self._db.execute("SELECT path, qualname, hash FROM function_notes")}
+
+    def put(self, path: str, qualname: str, content_hash: str, note: FunctionNote, model: str) -> None:
+        with self._lock:
+            self._db.execute(
+                "INSERT OR REPLACE INTO function_notes VALUES (?,?,?,?,?,?,?,?,?)",
+                (path, qualname, content_hash, note.purpose, note.input, note.output, note.procedure,
+                 model, time.time()))
+
+    def count(self) -> int:
+        with self._lock:
+            return self._db.execute("SELECT COUNT(*) FROM function_notes").fetchone()[0]
+
+    def delete_missing(self, live: set[tuple[str, str]]) -> int:
+        """Drop notes of functions that no longer exist; returns how many."""
+        gone = [key for key in self.hashes() if key not in live]
+        with self._lock:
+            self._db.executemany("DELETE FROM function_notes WHERE path = ? AND qualname = ?", gone)
+        return len(gone)
+
+    # ---- module summaries -------------------------------------------------------------
+
+    def summary(self, path: str) -> StoredSummary | None:
+        with self._lock:
+            row = self._db.execute("SELECT path, hash, summary, model FROM module_summaries WHERE path = ?",
+                                   (path,)).fetchone()
+        if row is None:
+            return None
+        return StoredSummary(row[0], row[1], json.loads(row[2]), row[3])
+
+    def put_summary(self, path: str, content_hash: str, summary: dict, model: str) -> None:
+        with self._lock:
+            self._db.execute("INSERT OR REPLACE INTO module_summaries VALUES (?,?,?,?,?)",
+                             (path, content_hash, json.dumps(summary, ensure_ascii=False), model, time.time()))
+
+
+def _note(row: tuple | None) -> StoredNote | None:
+    if row is None:
+        return None
+    path, qualname, content_hash, purpose, input_, output, procedure, model = row
+    return StoredNote(path, qualname, content_hash, FunctionNote(purpose, input_, output, procedure), model)
+
+
+def note_json(note: FunctionNote) -> dict[str, str]:
+    return asdict(note)

@@ -1,0 +1,131 @@
+"""The incremental PRISM loop (Algorithm 1, lines 1-5) over a list of chunks.
+
+For each chunk: prompt (task, query, schema, memory, chunk) -> the model proposes
+revisions, under a JSON grammar when asked -> each is validated and applied or
+rejected -> next chunk. The final answer from the memory is the caller's (it differs
+per task); this module returns the memory and what the pass cost.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from prism_code.llm.runtime import LlamaSession
+from prism_code.memory.accounting import Accounting
+from prism_code.memory.encoding import Encoding, PromptBuilder
+from prism_code.memory.grammar import json_layout_grammar
+from prism_code.memory.revisions import (
+    OPS,
+    Rejected,
+    Revision,
+    Target,
+    apply_all,
+    parse_revisions,
+    revision_json_schema,
+)
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class StepProgress:
+    step: int  # 1-based
+    total: int
+    applied: int
+    rejected: int
+
+
+@dataclass
+class StepResult:
+    step: int
+    text: str
+    proposed: list[Revision]
+    applied: list[Revision]
+    rejected: list[Rejected]
+    parse_errors: list[str]
+    accounting: Accounting
+
+
+@dataclass
+class PassResult:
+    memory: dict
+    steps: list[StepResult] = field(default_factory=list)
+    accounting: Accounting = field(default_factory=Accounting)
+    rejected: list[Rejected] = field(default_factory=list)
+    cancelled: bool = False
+
+    @property
+    def applied(self) -> int:
+        return sum(len(s.applied) for s in self.steps)
+
+
+def run_pass(
+    session: LlamaSession,
+    task: str,
+    query: str,
+    schema: type,
+    chunks: Sequence[str],
+    encoding: Encoding | str = Encoding.AMENDMENTS,
+    allow_updates: bool = True,
+    grammar: bool = True,
+    cancelled: Callable[[], bool] | None = None,
+    on_step: Callable[[StepProgress], None] | None = None,
+    *,
+    memory: dict | None = None,
+    typed_grammar: bool = True,
+    targets: Sequence[Target] | Callable[[int, str], Sequence[Target]] | None = None,
+    min_revisions: int = 0,
+    max_revisions: int = 6,
+    max_tokens: int = 384,
+    temperature: float = 0.0,
+) -> PassResult:
+    """Run PRISM over `chunks`; `memory` is the starting memory (default: empty).
+
+    `targets` narrows the typed grammar to some places of the schema (for instance only
+    the entries of one dict); revisions elsewhere cannot be written. It may be a function
+    of (step index, chunk), e.g. the entries named after the functions a chunk defines:
+    a small model then chooses among real keys instead of inventing them. `min_revisions`
+    makes the grammar ask for at least that many per chunk, for chunks known to matter.
+    """
+    encoding = Encoding(encoding)
+    base = copy.deepcopy(memory) if memory is not None else {}
+    builder = PromptBuilder(session, task, query, schema, encoding, allow_updates, base=base)
+    ops = OPS if allow_updates else ("add",)
+
+    def constraint_for(places: Sequence[Target] | None):
+        return json_layout_grammar(revision_json_schema(
+            schema, ops=ops, typed=typed_grammar, targets=places, min_items=min_revisions, max_items=max_revisions))
+
+    fixed = constraint_for(targets) if grammar and not callable(targets) else None
+    result = PassResult(memory=copy.deepcopy(base))
+    for i, chunk in enumerate(chunks):
+        if cancelled is not None and cancelled():
+            result.cancelled = True
+            break
+        constraint = fixed
+        if grammar and callable(targets):
+            places = targets(i, chunk)
+            constraint = constraint_for(places) if places else None
+        prompt = builder.prompt(result.memory, chunk)
+        gen = session.generate(prompt.tokens, max_tokens=max_tokens, grammar=constraint,
+                               temperature=temperature, cancelled=cancelled)
+        step_cost = Accounting()
+        step_cost.add(gen.stats)
+        result.accounting.add(gen.stats)
+        if gen.stats.finish_reason == "cancelled":
+            result.cancelled = True
+            break
+        proposed, errors = parse_revisions(gen.text)
+        applied, rejected = apply_all(result.memory, proposed, schema, allow_updates)
+        builder.record([a.revision for a in applied])
+        result.rejected += rejected
+        for r in rejected:
+            log.info("step %d: rejected %s %s: %s", i + 1, r.revision.op, r.revision.path, r.reason)
+        result.steps.append(StepResult(i + 1, gen.text, proposed, [a.revision for a in applied], rejected,
+                                       errors, step_cost))
+        if on_step is not None:
+            on_step(StepProgress(i + 1, len(chunks), len(applied), len(rejected)))
+    return result

@@ -1,0 +1,57 @@
+"""Hand-written memory schemas for code (PRISM App. A, Listing 2, adapted).
+
+Field docs travel with the schema into the prompt as comments; they are where a
+small model learns how long a field should be.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class FunctionNote:
+    """What one function does, in plain words; no code, no repeating the name."""
+
+    purpose: str = field(metadata={"doc": "what it does and why, at most 15 words"})
+    input: str = field(metadata={"doc": "its parameters, at most 12 words"})
+    output: str = field(metadata={"doc": "what it returns or changes, at most 12 words"})
+    procedure: str = field(metadata={"doc": "how it works, at most 20 words"})
+
+    def text(self) -> str:
+        """The note as one paragraph (for function cards and hovers)."""
+        parts = [self.purpose, f"Input: {self.input}" if self.input else "",
+                 f"Output: {self.output}" if self.output else "", self.procedure]
+        return " ".join(p.strip() for p in parts if p and p.strip())
+
+
+@dataclass
+class FunctionMemory:
+    """functions is keyed by the qualified name of each function (Class.method for methods)."""
+
+    functions: dict[str, FunctionNote]
+
+
+@dataclass
+class CandidateFunctions:
+    """candidate_functions is keyed by the exact name of a function in [TEXT] that may be the
+    one [QUERY] describes. Add each function once; describe it from [TEXT], not from [QUERY]."""
+
+    candidate_functions: dict[str, FunctionNote]
+
+
+@dataclass
+class ModuleSummary:
+    """A source file: what it is for, its most important functions, what it imports."""
+
+    purpose: str = field(metadata={"doc": "the file's job, at most 25 words"})
+    key_functions: dict[str, str] = field(metadata={"doc": "function name -> its role, at most 12 words"})
+    depends_on: list[str] = field(metadata={"doc": "workspace files it imports"})
+
+
+@dataclass
+class RepoSummary:
+    """A repository: what it is for and what each of its main files does."""
+
+    purpose: str = field(metadata={"doc": "the repository's job, at most 30 words"})
+    modules: dict[str, str] = field(metadata={"doc": "file path -> its job, at most 15 words"})
