@@ -1,0 +1,22 @@
+"""Progress events of a find-by-description run, shared by every strategy.
+
+The CLI prints them, the language server turns them into `$/progress` reports and the
+benchmarks time the first one; a strategy only has to say what happened.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class FindEvent:
+    strategy: str  # "retrieval" | "prism" | "wim" | "long-context"
+    stage: str  # "retrieval", "step" (a PRISM chunk), "margin" (a WiM segment), "answer"
+    message: str  # one line a user can read, e.g. "margin 3/5: relevant: parse_args"
+    done: int  # steps finished so far
+    total: int  # steps this run will take at most
+
+
+FindListener = Callable[[FindEvent], None]
