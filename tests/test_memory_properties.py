@@ -77,12 +77,26 @@ def present_problems(memory: dict) -> list[str]:
     return [p for p in validate(memory, Memory) if "missing field" not in p]
 
 
+def existing_paths(memory: object, prefix: tuple = ()) -> list[str]:
+    out = [format_path(prefix)] if prefix else []
+    if isinstance(memory, dict):
+        for key, value in memory.items():
+            out += existing_paths(value, prefix + (key,))
+    return out
+
+
 @settings(max_examples=300, deadline=None)
-@given(st.lists(revisions(), max_size=25))
-def test_memory_is_valid_after_every_revision_and_rejections_change_nothing(steps: list[Revision]) -> None:
+@given(st.data())
+def test_memory_is_valid_after_every_revision_and_rejections_change_nothing(data: st.DataObject) -> None:
     memory: dict = {}
     applied: list[Revision] = []
-    for revision in steps:
+    for _ in range(data.draw(st.integers(0, 25))):
+        revision = data.draw(revisions())
+        known = existing_paths(memory)
+        if known and data.draw(st.booleans()):
+            # Revisit a path the memory has, as a model does when it corrects itself.
+            path = data.draw(st.sampled_from(known))
+            revision = Revision(path, data.draw(st.sampled_from(["update", "add"])), data.draw(values_for(path)))
         before = copy.deepcopy(memory)
         outcome = apply(memory, revision, Memory)
         if isinstance(outcome, Applied):
