@@ -89,8 +89,14 @@ class CodeGraph:
         self._defs_by_name: dict[str, set[str]] = defaultdict(set)
         self._resolver: ModuleResolver | None = None
         self._import_targets: dict[str, set[str]] = {}
+        # Files by the names they call: which files a vanished name affects, without a scan
+        # of every call site in the repository on each edit.
+        self._callers: dict[str, set[str]] = defaultdict(set)
         self.last_relinked: set[str] = set()  # files whose cross-file links the last update redid
         self.last_appeared: set[str] = set()  # files the last update added
+        # Changed nodes of the last update whose only change is a leaf that appeared or vanished
+        # under them (or that are such a leaf): see update().
+        self.last_leaf_only: set[str] = set()
 
     # ---- building -------------------------------------------------------------
 
@@ -118,6 +124,8 @@ class CodeGraph:
         for path, pf in incoming.items():
             self.parsed[path] = pf
             self._add_structure(pf)
+            for call in pf.calls:
+                self._callers[call.name].add(path)
         if appeared_or_vanished:
             self._resolver = None
         self.last_relinked = {p for p in dependents if p in self.parsed}
@@ -129,13 +137,32 @@ class CodeGraph:
             self._link(self.parsed[path], owner)
             changed = links_before[path] ^ set(self.edges_of([owner]))
             touched |= {n for _, u, v, _ in changed for n in (u, v)}
+        relinked = set(touched)
         # Only what really differs counts as changed: a re-parsed file whose definitions and
         # links came back identical must not make its whole neighbourhood look new.
         nodes_after = set().union(*new_nodes.values())
         changed_edges = edges_before ^ self._incident(nodes_after)
         touched |= nodes_before ^ nodes_after
         touched |= {n for u, v, _ in changed_edges for n in (u, v)}
+        self.last_leaf_only = self._leaf_only(touched, relinked, changed_edges, edges_before,
+                                              nodes_before, nodes_after)
         return {n for n in touched if n in self.g} | (nodes_before - nodes_after)
+
+    def _leaf_only(self, touched: set[str], relinked: set[str],
+                   changed_edges: set[tuple[str, str, float]],
+                   edges_before: set[tuple[str, str, float]],
+                   nodes_before: set[str], nodes_after: set[str]) -> set[str]:
+        """Changed nodes whose only change is a leaf (a node with one edge) appearing or
+        vanishing under them, and those leaves: a path may end at a leaf but never pass
+        through it, so no strength between two other nodes changed. A function added at
+        the end of a file is such a leaf under the module, whose neighbourhood is large."""
+        old_degree = Counter(n for u, v, _ in edges_before for n in (u, v))
+        leaves = {n for n in nodes_after - nodes_before if n in self.g and self.g.degree(n) == 1}
+        leaves |= {n for n in nodes_before - nodes_after if old_degree[n] == 1}
+        other = relinked | ((nodes_before ^ nodes_after) - leaves)
+        other |= {n for u, v, _ in changed_edges if u not in leaves and v not in leaves
+                  for n in (u, v)}
+        return touched - other
 
     def _incident(self, nodes: set[str]) -> set[tuple[str, str, float]]:
         return {(min(u, v), max(u, v), d["weight"])
@@ -144,13 +171,12 @@ class CodeGraph:
     def _dependents(self, gone: set[str], names: set[str], added_or_removed: set[str]) -> set[str]:
         """Files whose cross-file links may resolve differently after `gone` changed."""
         keys = {_module_key(p) for p in added_or_removed}
-        out = set()
+        out = {path for name in names for path in self._callers.get(name, ())}
         for path, pf in self.parsed.items():
-            if self._import_targets.get(path, set()) & gone:
-                out.add(path)
-            elif any(c.name in names for c in pf.calls):
-                out.add(path)
-            elif keys and any(keys & _module_words(imp.module) for imp in pf.imports):
+            if path in out:
+                continue
+            if self._import_targets.get(path, set()) & gone or (
+                    keys and any(keys & _module_words(imp.module) for imp in pf.imports)):
                 out.add(path)
         return out
 
@@ -230,6 +256,8 @@ class CodeGraph:
         self._withdraw(path)
         self._withdraw(f"{path}{_LINKS}")
         self._import_targets.pop(path, None)
+        for call in old.calls:
+            self._callers[call.name].discard(path)
         nodes = [n for n in _file_nodes(old) if n in self.g and n not in keep]
         for d in old.definitions:
             if def_node(path, d.qualname) not in keep:

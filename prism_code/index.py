@@ -1,18 +1,29 @@
 """A workspace's index: scan, parse, graph, fragments and relations, kept in step on disk.
 
 `RepoIndex.update()` looks only at files whose stat changed, re-parses those whose
-content changed, and recomputes relations only for fragments near the change (every
-node pair whose best path crosses a changed node lies within the relation cutoff of it).
+content changed, and redoes relations only where the change reaches.
+
+An update has two phases. The first publishes files, definitions, graph and fragments
+(what search and completion read) and records the relation work it leaves (fragments
+whose nodes changed, graph nodes whose edges changed) in one transaction. The second
+(`finish_relations`) recomputes the related sets of fragments within the relation cutoff
+of a changed node (every node pair whose best path crosses a changed node lies there),
+patches the sets that merely list or meet a changed fragment, and clears the record in
+another transaction. Until it runs, readers keep the previous related sets (a new
+fragment has none); a kill in between leaves the record, and the next update finishes it.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import numpy as np
 
 from prism_code.cancel import Cancelled
 from prism_code.config import IndexConfig
@@ -20,7 +31,7 @@ from prism_code.fragments import FUNCTION, WINDOW, Fragment, file_fragments, fra
 from prism_code.graph import CodeGraph
 from prism_code.parse import language_for_path, parse_source
 from prism_code.parse.model import Definition, ParsedFile
-from prism_code.relations import StrengthTable, relation_rows
+from prism_code.relations import StrengthTable, ranked_batches, split_rows
 from prism_code.store import Store, workspace_db_path
 from prism_code.workspace import (FileState, LoadedFile, ScanDiff, ScannedFile, content_hash,
                                   diff_scan, resolve_workspace, scan)
@@ -48,6 +59,7 @@ class IndexSummary:
     functions: int = 0
     fragments: int = 0
     relations_recomputed: int = 0
+    relations_pending: bool = False  # relation work left for finish_relations()
     lines: int = 0
     seconds: float = 0.0
     skipped_reasons: list[tuple[str, str]] = field(default_factory=list)
@@ -56,6 +68,27 @@ class IndexSummary:
         return (f"{self.files} files ({self.added} added, {self.changed} changed, "
                 f"{self.removed} removed, {self.skipped} skipped), {self.lines} lines, "
                 f"{self.functions} functions, {self.fragments} fragments in {self.seconds:.2f} s")
+
+
+@dataclass
+class Dirty:
+    """Relation work an update leaves to finish_relations()."""
+
+    changed: set[str] = field(default_factory=set)  # fragments that changed, appeared or vanished
+    recompute: set[str] = field(default_factory=set)  # fragments to recompute in any case
+    nodes: set[str] = field(default_factory=set)  # graph nodes whose edges changed
+
+    def __bool__(self) -> bool:
+        return bool(self.changed or self.recompute or self.nodes)
+
+    def merged(self, other: Dirty) -> Dirty:
+        return Dirty(self.changed | other.changed, self.recompute | other.recompute,
+                     self.nodes | other.nodes)
+
+
+def _relating(f: Fragment | None) -> tuple | None:
+    """What a fragment's relations depend on (Eqs. 7-8): not its line numbers."""
+    return None if f is None else (f.kind, f.position, f.nodes)
 
 
 def _definition_hashes(lines: dict[str, list[str]], pf: ParsedFile) -> dict[str, str]:
@@ -82,6 +115,10 @@ class RepoIndex:
         self.generation = 0  # bumped on every change so derived caches know to rebuild
         # Held while the graph changes and while state is swapped; readers of the graph take it.
         self.lock = threading.RLock()
+        # Serialises the writers (both update phases): the second phase reads the graph
+        # without `lock`, which only the first phase changes.
+        self._write_lock = threading.RLock()
+        self._dirty = Dirty()  # the relation work owed, as the store records it
         self._overlays: dict[str, str] = {}  # path -> unsaved editor text, replaced whole
         self._load()
 
@@ -105,6 +142,7 @@ class RepoIndex:
         self.graph.update(parsed)
         self.fragments = {f.key: f for f in self.store.load_fragments()}
         self.related = self.store.load_relations()
+        self._dirty = Dirty(*self.store.dirty())
 
     # ---- queries ----------------------------------------------------------------------
 
@@ -174,9 +212,27 @@ class RepoIndex:
                 diff.unchanged += 1
         return diff
 
+    @property
+    def relations_pending(self) -> bool:
+        """Whether finish_relations() has work: some related sets are not yet up to date."""
+        return bool(self._dirty)
+
     def update(self, progress: Progress | None = None,
-               cancelled: Callable[[], bool] | None = None) -> IndexSummary:
+               cancelled: Callable[[], bool] | None = None,
+               relations: bool = True) -> IndexSummary:
+        """Bring the index in line with the workspace; with `relations=False`, only the
+        first phase: the relations it makes stale are left to finish_relations()."""
         started = time.perf_counter()
+        with self._write_lock:
+            summary = self._update(progress, cancelled)
+            if relations:
+                summary.relations_recomputed = self.finish_relations(progress, cancelled)
+            summary.relations_pending = self.relations_pending
+            summary.seconds = time.perf_counter() - started
+            return summary
+
+    def _update(self, progress: Progress | None,
+                cancelled: Callable[[], bool] | None) -> IndexSummary:
         report = progress or (lambda stage, done, total: None)
         summary = IndexSummary()
         states = self.store.file_states()
@@ -200,7 +256,7 @@ class RepoIndex:
         report("parse", len(loaded), len(loaded))
         summary.added, summary.changed, summary.removed = len(diff.added), len(diff.changed), len(diff.removed)
         if parsed or diff.removed:
-            summary.relations_recomputed = self._apply(parsed, diff.removed, report)
+            self._apply(parsed, diff.removed, report)
         if diff.touched:
             with self.store.transaction():
                 for path, state in diff.touched.items():
@@ -209,39 +265,55 @@ class RepoIndex:
         summary.lines = sum(len(v) for v in self.lines.values())
         summary.functions = sum(1 for f in self.fragments.values() if f.kind == FUNCTION)
         summary.fragments = len(self.fragments)
-        summary.seconds = time.perf_counter() - started
         return summary
 
     def _apply(self, parsed: list[tuple[LoadedFile, str, ParsedFile]], removed: list[str],
-               report: Progress) -> int:
-        """Update graph, fragments and relations; commit; then publish the new state.
+               report: Progress) -> None:
+        """Phase 1: update graph and fragments and record the relation work owed; commit;
+        publish.
 
         Readers keep using the previous dicts until the final swap, so a search running
         during an update sees one consistent index, never a half-applied one.
         """
         changed_paths = {item.path for item, _, _ in parsed} | set(removed)
-        old_fragments = [f for f in self.fragments.values() if f.path in changed_paths]
-        # A large update recomputes every relation anyway: skip the neighbourhood search.
+        old_fragments = {f.key: f for f in self.fragments.values() if f.path in changed_paths}
+        new_fragments: list[Fragment] = []
+        for _, _, pf in parsed:
+            new_fragments += file_fragments(pf, self.config.window_lines, self.config.window_stride)
+        new_by_key = {f.key: f for f in new_fragments}
+        # A fragment that came back with the same nodes relates as before unless the graph
+        # around it changed: after a one-line edit most of a file's fragments are such.
+        changed = [f for k, f in old_fragments.items()
+                   if _relating(new_by_key.get(k)) != _relating(f)]
+        changed += [f for k, f in new_by_key.items()
+                    if _relating(old_fragments.get(k)) != _relating(f)]
+        # A large update recomputes every relation anyway.
         everything = len(changed_paths) > _FULL_RECOMPUTE_SHARE * max(len(self.lines), 1)
-        near_old = set() if everything else self.graph.ball(
-            {node for f in old_fragments for node, _ in f.nodes}, self.config.relation_cutoff)
         report("graph", 0, 1)
         try:
             with self.lock:
                 touched = self.graph.update([pf for _, _, pf in parsed], removed)
-            near_new = set() if everything else self.graph.ball(touched, self.config.relation_cutoff)
-            lines = {p: v for p, v in self.lines.items() if p not in changed_paths}
-            fragments = {k: f for k, f in self.fragments.items() if f.path not in changed_paths}
-            related = {k: v for k, v in self.related.items() if k in fragments}
-            new_fragments: list[Fragment] = []
+            lines = dict(self.lines)
+            fragments = dict(self.fragments)
+            related = dict(self.related)
+            for path in removed:
+                lines.pop(path, None)
+            for key in old_fragments:
+                del fragments[key]
             for _, text, pf in parsed:
                 lines[pf.path] = text.split("\n")
-                new_fragments += file_fragments(pf, self.config.window_lines, self.config.window_stride)
-            fragments.update((f.key, f) for f in new_fragments)
+            fragments.update(new_by_key)
+            dropped = set(old_fragments) - set(fragments)
+            # Until phase 2, a changed fragment keeps its previous related set.
+            for key in dropped:
+                related.pop(key, None)
+            owed = Dirty(changed={f.key for f in changed},
+                         recompute=set(fragments) if everything else self._context_neighbours(
+                             fragments, changed),
+                         # The strengths a leaf changes are those to the leaf itself: the
+                         # rows of the changed fragments holding it carry them (phase 2).
+                         nodes=set() if everything else touched - self.graph.last_leaf_only)
             report("graph", 1, 1)
-            affected = None if everything else near_old | near_new | touched
-            recomputed = self._recompute_relations(fragments, related, affected, report)
-            dropped = {f.key for f in old_fragments} - set(fragments)
             with self.store.transaction():
                 for path in removed:
                     self.store.delete_file(path)
@@ -249,7 +321,10 @@ class RepoIndex:
                     self.store.delete_file(pf.path)
                     self.store.put_file(pf.path, item.state, text, pf, _definition_hashes(lines, pf))
                 self.store.put_fragments(new_fragments)
-                self.store.put_relations({k: related[k] for k in recomputed}, dropped)
+                self.store.put_relations({}, dropped)
+                self.store.mark_dirty(owed.changed - self._dirty.changed,
+                                      owed.recompute - self._dirty.recompute,
+                                      owed.nodes - self._dirty.nodes)
                 owners = self.graph.owners_of(changed_paths | self.graph.last_relinked,
                                               tree_changed=bool(removed or self.graph.last_appeared))
                 self.store.replace_edges(owners, self.graph.edges_of(owners))
@@ -259,19 +334,83 @@ class RepoIndex:
             raise
         with self.lock:
             self.lines, self.fragments, self.related = lines, fragments, related
+            self._dirty = self._dirty.merged(owed)
             self.generation += 1
-        return len(recomputed)
+
+    def _context_neighbours(self, fragments: dict[str, Fragment],
+                            changed: list[Fragment]) -> set[str]:
+        """Windows whose Eq. 7 relations changed: a window appearing or vanishing changes
+        the context relation of the windows within reach of it in the same file."""
+        weight, cutoff = self.config.context_weight, self.config.relation_cutoff
+        reach = int(math.log(cutoff) / math.log(weight)) if 0 < weight < 1 else 0
+        moved = {(f.path, f.position) for f in changed if f.kind == WINDOW}
+        if not reach or not moved:
+            return set()
+        paths = {path for path, _ in moved}
+        return {k for k, f in fragments.items() if f.kind == WINDOW and f.path in paths
+                and any((f.path, f.position + d) in moved for d in range(-reach, reach + 1))}
+
+    def finish_relations(self, progress: Progress | None = None,
+                         cancelled: Callable[[], bool] | None = None) -> int:
+        """Phase 2: bring every related set up to date, commit, publish; returns how many
+        sets were rewritten. Cancelling leaves the work recorded for a later call.
+
+        A fragment's related set changes when its own nodes or the strengths from them
+        changed (it is recomputed), or when a fragment it relates to changed: then, if
+        its stored set was not cut at `related_per_fragment` or lost no member, swapping
+        the changed fragments' entries for their new weights (read from the changed
+        fragments' own rows: Eq. 8 is symmetric) gives what a recomputation would.
+        """
+        report = progress or (lambda stage, done, total: None)
+        with self._write_lock:
+            owed = self._dirty
+            if not owed:
+                return 0
+            fragments, top_k = self.fragments, self.config.related_per_fragment
+            related = dict(self.related)
+            full = (owed.recompute | owed.changed) & fragments.keys()
+            # Strengths from a node change only within the cutoff of a changed node.
+            near = self.graph.ball(owed.nodes, self.config.relation_cutoff) if owed.nodes else set()
+            if near:
+                full |= {k for k, f in fragments.items() if any(n in near for n, _ in f.nodes)}
+            patch: dict[str, list[tuple[str, float]]] = {}
+            if owed.changed and len(full) < len(fragments):
+                for key, row in related.items():
+                    if key not in full and any(k in owed.changed for k, _ in row):
+                        if len(row) >= top_k:
+                            full.add(key)  # a member left a full set: who moves up is unknown
+                        else:
+                            patch[key] = []
+            recomputed, changed_rows = self._recompute_relations(
+                fragments, related, full, owed.changed, report, cancelled)
+            for key, pairs in changed_rows.items():
+                for other, weight in pairs:
+                    if other not in full:
+                        patch.setdefault(other, []).append((key, weight))
+            for key, incoming in patch.items():
+                kept = [(k, w) for k, w in related.get(key, []) if k not in owed.changed]
+                # Same order as relation_rows: strongest first, ties by key (= corpus index).
+                related[key] = sorted(kept + incoming, key=lambda kw: (-kw[1], kw[0]))[:top_k]
+            with self.store.transaction():
+                self.store.put_relations({k: related[k] for k in recomputed | patch.keys()}, ())
+                self.store.clear_dirty()
+            with self.lock:
+                self.related = related
+                self._dirty = Dirty()
+                self.generation += 1
+            return len(recomputed | patch.keys())
 
     def _recompute_relations(self, fragments: dict[str, Fragment],
-                             related: dict[str, list[tuple[str, float]]],
-                             affected_nodes: set[str] | None, report: Progress) -> set[str]:
-        """Recompute, in `related`, the sets near affected nodes (None: all of them)."""
+                             related: dict[str, list[tuple[str, float]]], keys: set[str],
+                             changed: set[str], report: Progress,
+                             cancelled: Callable[[], bool] | None,
+                             ) -> tuple[set[str], dict[str, list[tuple[str, float]]]]:
+        """Recompute, in `related`, the related sets of the fragments `keys` names; also
+        returns every relation (not only the strongest) of those that are in `changed`."""
         plans = []
         for kind in (FUNCTION, WINDOW):
             corpus = sorted((f for f in fragments.values() if f.kind == kind), key=lambda f: f.key)
-            rows = [i for i, f in enumerate(corpus)
-                    if affected_nodes is None or f.key not in related
-                    or any(n in affected_nodes for n, _ in f.nodes)]
+            rows = [i for i, f in enumerate(corpus) if f.key in keys]
             plans.append((kind, corpus, rows))
         region = None
         if all(len(rows) <= _FULL_RECOMPUTE_SHARE * len(corpus) for _, corpus, rows in plans):
@@ -279,12 +418,24 @@ class RepoIndex:
             region = self.graph.ball(sources, self.config.relation_cutoff)
         table = StrengthTable(self.graph, self.config.relation_cutoff, region)
         recomputed: set[str] = set()
+        changed_rows: dict[str, list[tuple[str, float]]] = {}
         for kind, corpus, rows in plans:
+            if cancelled and cancelled():
+                raise Cancelled("relations cancelled; they are finished by the next update")
             report(f"relations ({kind}s)", 0, len(rows))
-            for i, pairs in relation_rows(table, corpus, rows, self.config.related_per_fragment,
-                                          self.config.context_weight).items():
-                key = corpus[i].key
-                related[key] = [(corpus[j].key, w) for j, w in pairs]
-                recomputed.add(key)
-            report(f"relations ({kind}s)", len(rows), len(rows))
-        return recomputed
+            done = 0
+            for batch, ranked in ranked_batches(table, corpus, rows, self.config.context_weight):
+                for i, pairs in split_rows(batch, ranked, self.config.related_per_fragment).items():
+                    related[corpus[i].key] = [(corpus[j].key, w) for j, w in pairs]
+                    recomputed.add(corpus[i].key)
+                wanted = [n for n, i in enumerate(batch) if corpus[i].key in changed]
+                if wanted and len(keys) < len(fragments):  # else nothing is patched
+                    chosen = np.isin(ranked[0], wanted)
+                    for i, pairs in split_rows(batch, tuple(a[chosen] for a in ranked), None).items():
+                        if pairs:
+                            changed_rows[corpus[i].key] = [(corpus[j].key, w) for j, w in pairs]
+                done += len(batch)
+                report(f"relations ({kind}s)", done, len(rows))
+                if cancelled and cancelled() and done < len(rows):
+                    raise Cancelled("relations cancelled; they are finished by the next update")
+        return recomputed, changed_rows

@@ -9,7 +9,7 @@ only the rows near a change keeps edits in milliseconds.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 from scipy import sparse
@@ -119,18 +119,30 @@ class StrengthTable:
 
 
 def code_relation_rows(table: StrengthTable, fragments: Sequence[Fragment],
-                       rows: Sequence[int]) -> sparse.csr_matrix:
-    """FragRel Eq. 8 for the given rows against every fragment (len(rows) x n)."""
-    lengths = table.length_matrix(fragments)
+                       rows: Sequence[int],
+                       lengths: sparse.csr_matrix | None = None,
+                       totals: np.ndarray | None = None) -> sparse.csr_matrix:
+    """FragRel Eq. 8 for the given rows against every fragment (len(rows) x n).
+
+    `lengths` and `totals` (see _fragment_lengths) may be passed when one corpus is
+    processed in several batches of rows."""
+    if lengths is None or totals is None:
+        lengths, totals = _fragment_lengths(table, fragments)
     sub = lengths[list(rows)]
     used = np.unique(sub.indices)
     numerator = sub[:, used] @ table.matrix(used.tolist()) @ lengths.T
-    # Totals count every node of a fragment, also those outside the table's region.
-    totals = np.array([sum(n for _, n in f.nodes) for f in fragments], dtype=np.float64)
-    totals[totals == 0] = 1.0
     scale_rows = sparse.diags(1.0 / totals[list(rows)])
     scale_cols = sparse.diags(1.0 / totals)
     return sparse.csr_matrix(scale_rows @ numerator @ scale_cols)
+
+
+def _fragment_lengths(table: StrengthTable,
+                      fragments: Sequence[Fragment]) -> tuple[sparse.csr_matrix, np.ndarray]:
+    lengths = table.length_matrix(fragments)
+    # Totals count every node of a fragment, also those outside the table's region.
+    totals = np.array([sum(n for _, n in f.nodes) for f in fragments], dtype=np.float64)
+    totals[totals == 0] = 1.0
+    return lengths, totals
 
 
 def context_relation(position_i: int, position_j: int, weight: float) -> float:
@@ -138,44 +150,112 @@ def context_relation(position_i: int, position_j: int, weight: float) -> float:
     return weight ** abs(position_i - position_j)
 
 
-def _strongest(cols: np.ndarray, vals: np.ndarray, top_k: int) -> Related:
-    # Ties break by index, so an incremental update and a rebuild keep exactly the same
-    # fragments when weights tie at the top_k boundary.
-    order = np.lexsort((cols, -vals))[:top_k]
-    return [(int(cols[o]), float(vals[o])) for o in order]
+def _context_rows(fragments: Sequence[Fragment], rows: Sequence[int], shape: tuple[int, int],
+                  context_weight: float, cutoff: float) -> sparse.csr_matrix:
+    """FragRel Eq. 7 for the given rows: each window against the windows near it in its file."""
+    reach = int(math.log(cutoff) / math.log(context_weight)) if 0 < context_weight < 1 else 0
+    r_idx, c_idx, vals = [], [], []
+    if reach:
+        window_at = {(f.path, f.position): j for j, f in enumerate(fragments) if f.kind == WINDOW}
+        for r, i in enumerate(rows):
+            fragment = fragments[i]
+            if fragment.kind != WINDOW:
+                continue
+            for delta in range(-reach, reach + 1):
+                j = window_at.get((fragment.path, fragment.position + delta))
+                if j is not None and j != i:
+                    r_idx.append(r)
+                    c_idx.append(j)
+                    vals.append(context_relation(fragment.position, fragment.position + delta,
+                                                 context_weight))
+    return sparse.csr_matrix((vals, (r_idx, c_idx)), shape=shape)
+
+
+# Weights are kept to 6 decimals. Sparse products sum in different orders in a full and an
+# incremental pass (and Eq. 8 is read from either fragment's side), so the last bits differ;
+# the rounding boundary is moved off the decimal grid because weights built from 0.8, 0.5,
+# 0.3 and small line counts often fall exactly on a half step (0.6100005), where such noise
+# would round one way in one pass and the other way in the next.
+_STEPS = 1e6  # per unit of weight
+_BOUNDARY_SHIFT = 1.2345678e-5  # of a step: far above float noise, off every short decimal
+
+
+def quantize(values: np.ndarray) -> np.ndarray:
+    # Divided, not multiplied, so a weight of 0.05 is exactly the float 0.05.
+    return np.floor(values * _STEPS + (0.5 - _BOUNDARY_SHIFT)) / _STEPS
+
+
+def _by_strength(r: np.ndarray, cols: np.ndarray, vals: np.ndarray,
+                 n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Sort by row, strongest first within a row, ties by index (so an incremental update
+    and a rebuild keep the same fragments when weights tie at the top_k boundary)."""
+    micro = np.rint(vals * _STEPS).astype(np.int64)  # exact: vals are quantized
+    col_bits = max(int(n).bit_length(), 1)
+    value_bits = max(int(micro.max(initial=0)).bit_length(), 1)
+    row_bits = max(int(r.max(initial=0)).bit_length(), 1)
+    if col_bits + value_bits + row_bits > 62:
+        order = np.lexsort((cols, -vals, r))
+    else:
+        # One int64 key sorts several times faster than a three-key lexsort.
+        top = (1 << value_bits) - 1
+        key = (r << (value_bits + col_bits)) | ((top - micro) << col_bits) | cols
+        order = np.argsort(key)  # keys are unique: (row, col) pairs are
+    return r[order], cols[order], vals[order]
+
+
+Ranked = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+# Rows per sparse product: a whole 100k-line corpus at once holds tens of millions of pairs.
+ROW_BATCH = 1024
+
+
+def ranked_batches(table: StrengthTable, fragments: Sequence[Fragment], rows: Sequence[int],
+                   context_weight: float) -> Iterator[tuple[list[int], Ranked]]:
+    """ranked_relations() over `rows` in batches of ROW_BATCH: (batch, its ranked arrays)."""
+    lengths, totals = _fragment_lengths(table, fragments)
+    for start in range(0, len(rows), ROW_BATCH):
+        batch = list(rows[start:start + ROW_BATCH])
+        yield batch, ranked_relations(table, fragments, batch, context_weight, lengths, totals)
+
+
+def ranked_relations(table: StrengthTable, fragments: Sequence[Fragment], rows: Sequence[int],
+                     context_weight: float, lengths: sparse.csr_matrix | None = None,
+                     totals: np.ndarray | None = None) -> Ranked:
+    """Every relation >= cutoff of the given rows, as (row position, fragment, weight) arrays
+    sorted by row and strongest first: max(Eq. 8, Eq. 7), self excluded."""
+    code = code_relation_rows(table, fragments, rows, lengths, totals)
+    # Both relations are non-negative, so the element-wise maximum of the sparse matrices
+    # is max(Eq. 8, Eq. 7) on every pair either one relates.
+    merged = sparse.csr_matrix(code.maximum(_context_rows(fragments, rows, code.shape,
+                                                          context_weight, table.cutoff)))
+    # A cheap test first (most pairs are far below the cutoff), the exact one after rounding.
+    near = merged.data >= table.cutoff - 1e-6
+    r = np.repeat(np.arange(len(rows), dtype=np.int64), np.diff(merged.indptr))[near]
+    cols = merged.indices[near].astype(np.int64)
+    vals = quantize(merged.data[near])
+    keep = (cols != np.asarray(rows, dtype=np.int64)[r]) & (vals >= table.cutoff)
+    return _by_strength(r[keep], cols[keep], vals[keep], len(fragments))
+
+
+def split_rows(rows: Sequence[int], ranked: Ranked, top_k: int | None) -> dict[int, Related]:
+    """Each row's strongest `top_k` relations (all of them with None)."""
+    r, cols, vals = ranked
+    if top_k is not None:
+        starts = np.searchsorted(r, np.arange(len(rows)))
+        top = np.arange(len(r)) - starts[r] < top_k
+        r, cols, vals = r[top], cols[top], vals[top]
+    cols, vals = cols.tolist(), vals.tolist()
+    bounds = np.searchsorted(r, np.arange(len(rows) + 1)).tolist()
+    return {i: list(zip(cols[bounds[n]:bounds[n + 1]], vals[bounds[n]:bounds[n + 1]]))
+            for n, i in enumerate(rows)}
 
 
 def relation_rows(table: StrengthTable, fragments: Sequence[Fragment], rows: Sequence[int],
                   top_k: int, context_weight: float) -> dict[int, Related]:
     """Each row's sparse related set: the top_k other fragments by max(Eq. 8, Eq. 7)."""
-    if not rows:
-        return {}
-    code = code_relation_rows(table, fragments, rows)
-    window_at = {(f.path, f.position): j for j, f in enumerate(fragments) if f.kind == WINDOW}
-    cutoff = table.cutoff
-    reach = int(math.log(cutoff) / math.log(context_weight)) if 0 < context_weight < 1 else 0
     out: dict[int, Related] = {}
-    for r, i in enumerate(rows):
-        start, end = code.indptr[r], code.indptr[r + 1]
-        cols, vals = code.indices[start:end], code.data[start:end]
-        fragment = fragments[i]
-        if fragment.kind == WINDOW and reach:
-            extra = {}
-            for delta in range(-reach, reach + 1):
-                j = window_at.get((fragment.path, fragment.position + delta))
-                if j is not None:
-                    extra[j] = context_relation(fragment.position, fragment.position + delta, context_weight)
-            if extra:
-                merged = dict(zip(cols.tolist(), vals.tolist()))
-                for j, w in extra.items():
-                    merged[j] = max(merged.get(j, 0.0), w)
-                cols = np.fromiter(merged.keys(), dtype=np.int64, count=len(merged))
-                vals = np.fromiter(merged.values(), dtype=np.float64, count=len(merged))
-        # Rounded before the cutoff test: sparse products sum in different orders in a
-        # full and an incremental pass, and a weight at the cutoff must not flip.
-        vals = np.round(vals, 6)
-        keep = (cols != i) & (vals >= cutoff)
-        out[i] = _strongest(cols[keep], vals[keep], top_k)
+    for batch, ranked in ranked_batches(table, fragments, rows, context_weight):
+        out.update(split_rows(batch, ranked, top_k))
     return out
 
 

@@ -1,8 +1,11 @@
 """SQLite persistence of one workspace's index (WAL, schema-versioned, crash-safe).
 
 Every index update is one transaction, so a kill at any moment leaves either the
-previous index or the new one. Embeddings are keyed by the hash of the text they
-embed and the model, so unchanged functions never pay for them twice.
+previous index or the new one. An update may publish files and fragments first and
+relations later: the fragments whose relations are still owed are marked dirty in the
+same transaction, so a kill between the two leaves work to finish, never a wrong index.
+Embeddings are keyed by the hash of the text they embed and the model, so unchanged
+functions never pay for them twice.
 """
 
 from __future__ import annotations
@@ -27,7 +30,9 @@ from prism_code.workspace import FileState
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+# Versions that become the current one by running the schema (it only adds tables).
+_UPGRADABLE = (0, 1)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -50,6 +55,8 @@ CREATE TABLE IF NOT EXISTS fragments (
 CREATE INDEX IF NOT EXISTS fragments_path ON fragments(path);
 CREATE TABLE IF NOT EXISTS relations (
   key TEXT PRIMARY KEY, related TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS dirty_fragments (key TEXT PRIMARY KEY, changed INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS dirty_nodes (node TEXT PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS embeddings (
   hash TEXT NOT NULL, model TEXT NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (hash, model));
 """
@@ -116,7 +123,7 @@ class Store:
 
     def _migrate(self) -> None:
         version = self.db.execute("PRAGMA user_version").fetchone()[0]
-        if version not in (0, SCHEMA_VERSION):
+        if version not in (*_UPGRADABLE, SCHEMA_VERSION):
             # The index is derived data: rebuilding beats migrating it.
             log.info("index schema %s is not %s: rebuilding %s", version, SCHEMA_VERSION, self.path)
             with self.transaction():
@@ -168,6 +175,15 @@ class Store:
         return {key: [tuple(p) for p in json.loads(related)]
                 for key, related in self.db.execute("SELECT key, related FROM relations")}
 
+    def dirty(self) -> tuple[set[str], set[str], set[str]]:
+        """The relation work an update still owes (see RepoIndex.finish_relations):
+        fragments that changed or vanished, fragments to recompute, graph nodes that changed."""
+        changed, recompute = set(), set()
+        for key, was_changed in self.db.execute("SELECT key, changed FROM dirty_fragments"):
+            (changed if was_changed else recompute).add(key)
+        nodes = {node for (node,) in self.db.execute("SELECT node FROM dirty_nodes")}
+        return changed, recompute, nodes
+
     def load_edges(self) -> list[tuple[str, str, str, float]]:
         return self.db.execute("SELECT owner, u, v, weight FROM edges").fetchall()
 
@@ -218,6 +234,19 @@ class Store:
         self.db.executemany("DELETE FROM relations WHERE key = ?", [(k,) for k in removed])
         self.db.executemany("INSERT OR REPLACE INTO relations VALUES (?, ?)",
                             [(k, json.dumps(v, separators=(",", ":"))) for k, v in related.items()])
+
+    def mark_dirty(self, changed: Iterable[str], recompute: Iterable[str],
+                   nodes: Iterable[str]) -> None:
+        # A changed fragment stays marked changed even if a later update only asks to recompute it.
+        self.db.executemany("INSERT OR REPLACE INTO dirty_fragments VALUES (?, 1)",
+                            [(k,) for k in changed])
+        self.db.executemany("INSERT OR IGNORE INTO dirty_fragments VALUES (?, 0)",
+                            [(k,) for k in recompute])
+        self.db.executemany("INSERT OR IGNORE INTO dirty_nodes VALUES (?)", [(n,) for n in nodes])
+
+    def clear_dirty(self) -> None:
+        self.db.execute("DELETE FROM dirty_fragments")
+        self.db.execute("DELETE FROM dirty_nodes")
 
     def put_embeddings(self, model: str, vectors: dict[str, np.ndarray]) -> None:
         with self.transaction():

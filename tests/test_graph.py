@@ -119,3 +119,22 @@ def test_removing_a_file_withdraws_its_edges(graph):
     graph.update([parsed(B)])
     assert weight(graph, def_node(A, "caller"), def_node(B, "helper")) == 0.8
     assert weight(graph, block_node(A, 1), def_node(B, "helper")) == 0.8
+
+
+def test_a_function_added_or_removed_as_a_leaf_changes_no_other_strength(graph):
+    """Appending a function that calls nothing hangs one leaf under the module: strengths
+    between other nodes stay, so the update says the module changed only by a leaf."""
+    text = (FIXTURE / B).read_text() + "\n\ndef appended(v):\n    return v\n"
+    before = graph.relation_strengths(module_node(B), cutoff=0.05)
+    touched = graph.update([parse_source(B, text.encode())])
+    leaf = def_node(B, "appended")
+    assert {leaf, module_node(B)} <= touched
+    assert graph.last_leaf_only == {leaf, module_node(B)}
+    after = graph.relation_strengths(module_node(B), cutoff=0.05)
+    assert after.pop(leaf) == pytest.approx(0.5) and after == pytest.approx(before)
+    graph.update([parsed(B)])  # and removed again
+    assert graph.last_leaf_only == {leaf, module_node(B)}
+    # A function that calls another is no leaf: paths now pass through it.
+    calling = (FIXTURE / B).read_text() + "\n\ndef appended(v):\n    return helper(v)\n"
+    graph.update([parse_source(B, calling.encode())])
+    assert graph.last_leaf_only == set()

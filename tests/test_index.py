@@ -1,4 +1,8 @@
-"""The persistent index: incremental updates equal a rebuild, kills leave it consistent."""
+"""The persistent index: incremental updates equal a rebuild, kills leave it consistent.
+
+An update publishes files and fragments first and relations second; both the finished
+update and the first phase alone (what search sees at once) are checked here.
+"""
 
 import os
 import shutil
@@ -12,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from prism_code.config import IndexConfig
 from prism_code.index import RepoIndex
+from prism_code.tasks.find_function import FunctionSearch
 from prism_code.workspace import WorkspaceError
 
 FIXTURE = Path(__file__).parent / "fixtures" / "pyrepo"
@@ -36,8 +42,8 @@ def snapshot(index: RepoIndex) -> dict:
     }
 
 
-def fresh_snapshot(root: Path, cache: Path) -> dict:
-    index = RepoIndex(root, cache_dir=cache)
+def fresh_snapshot(root: Path, cache: Path, config: IndexConfig | None = None) -> dict:
+    index = RepoIndex(root, config, cache_dir=cache)
     index.update()
     snap = snapshot(index)
     index.close()
@@ -64,8 +70,9 @@ def test_full_index_finds_definitions_and_persists(repo, tmp_path):
     reopened.close()
 
 
+@pytest.mark.parametrize("two_phase", [False, True], ids=["one-call", "two-phase"])
 @pytest.mark.parametrize("change", ["edit", "delete", "rename", "add"])
-def test_incremental_update_equals_rebuild(repo, tmp_path, change):
+def test_incremental_update_equals_rebuild(repo, tmp_path, change, two_phase):
     index = RepoIndex(repo, cache_dir=tmp_path / "cache")
     index.update()
     b = repo / "pkg" / "b.py"
@@ -80,7 +87,14 @@ def test_incremental_update_equals_rebuild(repo, tmp_path, change):
         bump_mtime(repo / "pkg" / "a.py")
     else:
         (repo / "pkg" / "d.py").write_text("from pkg.a import caller\n\n\ndef use():\n    return caller(2)\n")
-    summary = index.update()
+    if two_phase:
+        summary = index.update(relations=False)
+        assert summary.relations_pending and index.relations_pending
+        assert index.finish_relations() > 0
+        assert not index.relations_pending
+    else:
+        summary = index.update()
+        assert not summary.relations_pending
     assert summary.added + summary.changed + summary.removed >= 1
     assert snapshot(index) == fresh_snapshot(repo, tmp_path / f"fresh-{change}")
     keys = set(index.fragments)
@@ -161,4 +175,129 @@ def test_kill_during_indexing_leaves_a_consistent_index(tmp_path):
     index = RepoIndex(root, cache_dir=cache)
     index.update()
     assert snapshot(index) == fresh_snapshot(root, tmp_path / "fresh")
+    index.close()
+
+
+def test_first_phase_publishes_the_edit_and_keeps_other_relations(repo, tmp_path):
+    index = RepoIndex(repo, cache_dir=tmp_path / "cache")
+    index.update()
+    before = dict(index.related)
+    b = repo / "pkg" / "b.py"
+    b.write_text(b.read_text() + "\n\ndef tripled_total(values):\n    return sum(values) * 3\n")
+    bump_mtime(b)
+    index.update(relations=False)
+    # Search answers from the new fragments at once ...
+    found = FunctionSearch(index).search("tripled total of the values", top=1)
+    assert found[0].qualname == "tripled_total"
+    # ... while relations are still the previous ones, and the new function has none yet.
+    assert "pkg/b.py#tripled_total" not in index.related
+    assert index.related["pkg/a.py#caller"] == before["pkg/a.py#caller"]
+    index.finish_relations()
+    assert snapshot(index) == fresh_snapshot(repo, tmp_path / "fresh")
+    index.close()
+
+
+def write_call_web(root: Path) -> None:
+    """Three packages of modules whose functions call along a chain and across imports:
+    enough relations per fragment that small related sets are cut, unlike in pyrepo."""
+    for p in range(3):
+        pkg = root / f"web{p}"
+        pkg.mkdir(parents=True)
+        (pkg / "__init__.py").write_text("")
+        for m in range(4):
+            other = f"web{(p + 1) % 3}.mod{m}"
+            body = "\n\n\n".join(
+                f"def step_{m}_{i}(x):\n    y = step_{m}_{(i + 1) % 8}(x)\n    return go_{m}(y) + {i}"
+                for i in range(8))
+            (pkg / f"mod{m}.py").write_text(f"from {other} import go_{m}\n\n\n{body}\n\n\n"
+                                            f"def go_{m}(v):\n    return v\n")
+
+
+def test_deferred_relations_equal_a_rebuild_when_sets_are_cut(tmp_path):
+    """Small related sets make the second phase choose between patching a set and
+    recomputing it; several first phases may pile up before it runs."""
+    root = tmp_path / "web"
+    write_call_web(root)
+    config = IndexConfig(related_per_fragment=3)
+    index = RepoIndex(root, config, cache_dir=tmp_path / "cache")
+    index.update()
+    mod = root / "web0" / "mod1.py"
+    other = root / "web1" / "mod1.py"
+    edits = [
+        # Lines move but the graph stays: windows elsewhere lose or keep these windows.
+        lambda: mod.write_text(mod.read_text().replace("def step_1_2(x):\n", "def step_1_2(x):\n\n")),
+        lambda: mod.write_text(mod.read_text() + "\n\ndef late(v):\n    return step_1_3(v)\n"),
+        lambda: mod.write_text("import os\n\n" + mod.read_text()),  # every window moves
+        lambda: other.write_text(other.read_text().replace("def go_1(", "def gone_1(")),
+        lambda: (root / "web2" / "mod3.py").unlink(),
+        lambda: (root / "web2" / "mod9.py").write_text(
+            "from web0.mod1 import late\n\n\ndef use(v):\n    return late(v)\n"),
+    ]
+    for n, edit in enumerate(edits):
+        edit()
+        for path in root.rglob("*.py"):
+            bump_mtime(path)
+        index.update(relations=False)
+        if n in (2, 4):
+            continue  # the next update piles its work on top of this one's
+        index.finish_relations()
+        assert snapshot(index) == fresh_snapshot(root, tmp_path / f"fresh-{n}", config), n
+    index.close()
+
+
+def test_kill_between_the_phases_is_finished_on_reopen(repo, tmp_path):
+    cache = tmp_path / "cache"
+    index = RepoIndex(repo, cache_dir=cache)
+    index.update()
+    index.close()
+    b = repo / "pkg" / "b.py"
+    b.write_text(b.read_text().replace("def helper(v):", "def twice(v):"))
+    bump_mtime(b)
+    script = textwrap.dedent(f"""
+        import time
+        from pathlib import Path
+        from prism_code.index import RepoIndex
+        index = RepoIndex({str(repo)!r}, cache_dir=Path({str(cache)!r}))
+        index.update(relations=False)
+        print("published", flush=True)
+        time.sleep(60)
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE)
+    try:
+        assert proc.stdout.readline() == b"published\n"
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    reopened = RepoIndex(repo, cache_dir=cache)
+    # The first phase was committed: the edit is there, its relations are owed.
+    assert "pkg/b.py#twice" in reopened.fragments and reopened.relations_pending
+    summary = reopened.update()
+    assert summary.added + summary.changed + summary.removed == 0
+    assert summary.relations_recomputed > 0 and not reopened.relations_pending
+    assert snapshot(reopened) == fresh_snapshot(repo, tmp_path / "fresh")
+    reopened.close()
+
+
+@pytest.mark.parametrize("kept", [1, 8])
+def test_a_weakened_member_moves_down_or_makes_room(tmp_path, kept):
+    """`a` relates to `b` (0.64) over `c` (0.6); growing b's inner function (no graph change)
+    weakens it to 0.55: with one related fragment kept, `c` must take its place (the set is
+    recomputed); with room for all, `b` moves below `c` (the set is patched)."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    lib = root / "lib.py"
+    lib.write_text("def b(x):\n    y = x + 1\n    def inner(z):\n        return z\n    return y\n\n\n"
+                   "def c(x):\n    def inner(z):\n        return z\n    return x\n")
+    (root / "use.py").write_text("from lib import b, c\n\n\ndef a(x):\n    return b(x) + c(x)\n")
+    config = IndexConfig(related_per_fragment=kept)
+    index = RepoIndex(root, config, cache_dir=tmp_path / "cache")
+    index.update()
+    assert index.related["use.py#a"][:2] == [("lib.py#b", 0.64), ("lib.py#c", 0.6)][:kept]
+    lib.write_text(lib.read_text().replace(
+        "        return z\n    return y", "        z += 1\n        z += 2\n        z += 3\n        return z\n    return y"))
+    bump_mtime(lib)
+    index.update(relations=False)
+    index.finish_relations()
+    assert index.related["use.py#a"][:2] == [("lib.py#c", 0.6), ("lib.py#b", 0.55)][:kept]
+    assert snapshot(index) == fresh_snapshot(root, tmp_path / "fresh", config)
     index.close()

@@ -44,15 +44,28 @@ class FoundFunction:
 
 
 class FunctionCorpus:
-    """The searchable form of the index's functions; rebuilt when the index changes."""
+    """The searchable form of the index's functions; rebuilt when the index changes.
 
-    def __init__(self, index: RepoIndex) -> None:
+    A rebuild after a one-file edit reuses what did not change: the tokens of every
+    function whose text is the same, and the whole lexical index and the cards when no
+    function changed at all (the relations phase of an update only moves related sets).
+    """
+
+    def __init__(self, index: RepoIndex, previous: FunctionCorpus | None = None) -> None:
         self.generation = index.generation
         self.fragments: list[Fragment] = index.functions()
-        self.definitions = [index.definition(f.path, f.qualname) for f in self.fragments]
         self.code = [index.text(f) for f in self.fragments]
-        self.cards = [card_text(f, d) for f, d in zip(self.fragments, self.definitions)]
-        self.lexical = LexicalIndex.build([code_tokens(t) for t in self.code])
+        same_functions = (previous is not None and previous.code == self.code
+                          and [f.key for f in previous.fragments] == [f.key for f in self.fragments])
+        if same_functions:
+            self.definitions, self.cards, self.lexical = previous.definitions, previous.cards, previous.lexical
+            self.tokens = previous.tokens
+        else:
+            self.definitions = [index.definition(f.path, f.qualname) for f in self.fragments]
+            self.cards = [card_text(f, d) for f, d in zip(self.fragments, self.definitions)]
+            known = dict(zip(previous.code, previous.tokens)) if previous is not None else {}
+            self.tokens = [known[t] if t in known else code_tokens(t) for t in self.code]
+            self.lexical = LexicalIndex.build(self.tokens)
         position = {f.key: i for i, f in enumerate(self.fragments)}
         self.related = related_matrix(
             {i: [(position[k], w) for k, w in index.related.get(f.key, []) if k in position]
@@ -69,8 +82,10 @@ class FunctionSearch:
     @property
     def corpus(self) -> FunctionCorpus:
         if self._corpus is None or self._corpus.generation != self.index.generation:
-            self._corpus = FunctionCorpus(self.index)
-            self._vectors = {}
+            previous = self._corpus
+            self._corpus = FunctionCorpus(self.index, previous)
+            if previous is None or previous.code != self._corpus.code:
+                self._vectors = {}
         return self._corpus
 
     def vectors(self, which: str) -> np.ndarray | None:
@@ -117,7 +132,7 @@ class FunctionSearch:
 
     def _result(self, i: int, score: float, parts: dict[str, np.ndarray], terms: set[str]) -> FoundFunction:
         fragment = self.corpus.fragments[i]
-        shared = sorted(terms & set(code_tokens(self.corpus.code[i])))[:6]
+        shared = sorted(terms & set(self.corpus.tokens[i]))[:6]
         reason = ", ".join(f"{name} {values[i]:.3g}" for name, values in parts.items())
         if shared:
             reason += f"; shares: {' '.join(shared)}"
