@@ -2,8 +2,14 @@
 
 import pytest
 
-from prism_code.tasks.fim import (FimBudget, build_prompt, finish_completion, split_at_cursor,
-                                  wants_block)
+from prism_code.tasks.fim import (
+    STOP_MARKERS,
+    FimBudget,
+    build_prompt,
+    finish_completion,
+    split_at_cursor,
+    wants_block,
+)
 
 
 def test_split_at_cursor_is_one_based_and_exact():
@@ -34,6 +40,15 @@ def test_finish_completion_cuts_lines_and_repeated_closers():
     assert finish_completion("x = 1\ny = 2\nz = 3\n", "", 2) == "x = 1\ny = 2"
 
 
+def test_indentation_the_model_writes_is_not_inserted_twice():
+    # The prompt stopped at the line start, so the model's middle starts with the indentation.
+    assert finish_completion("        return x", "\n", 1, held_indent="        ") == "return x"
+    assert finish_completion("  return x", "\n", 1, held_indent="    ") == "return x"  # dedented answer
+    assert finish_completion("\n    total = 0\n    for v in vs:", "", 4, held_indent="    ") == (
+        "total = 0\n    for v in vs:")  # later lines keep their own indentation
+    assert finish_completion("    return x", "\n", 1) == "    return x"  # prompt ended at the cursor
+
+
 @pytest.mark.model
 def test_prompt_layout_budget_and_control_tokens(model_session):
     tok = model_session
@@ -54,3 +69,48 @@ def test_prompt_layout_budget_and_control_tokens(model_session):
                                 prompt.tokens.index(special["<|fim_suffix|>"])]
     assert len(prefix_part) <= 100 + 8
     assert tok.detokenize(prefix_part).endswith("x = 1\ny = ")
+
+
+@pytest.mark.model
+def test_prompt_ends_at_the_line_start_when_the_cursor_is_in_indentation(model_session):
+    tok = model_session
+    suffix_marker = tok.special_token("<|fim_suffix|>")
+    indented = build_prompt(tok, "demo", "m.py", "def f(x):\n    ", "\n", [], FimBudget())
+    at_start = build_prompt(tok, "demo", "m.py", "def f(x):\n", "\n", [], FimBudget())
+    assert indented.tokens == at_start.tokens
+    assert indented.held_indent == "    " and at_start.held_indent == ""
+    typed = build_prompt(tok, "demo", "m.py", "def f(x):\n    ret", "\n", [], FimBudget())
+    assert typed.held_indent is None
+    assert tok.detokenize(typed.tokens[:typed.tokens.index(suffix_marker)]).endswith("def f(x):\n    ret")
+
+
+# A blanked line inside a small function followed by more code, as in RepoEval: the model
+# must fill the hole, not continue after the end of the (truncated) suffix.
+_HASH_FILES = (
+    "def files_digest(paths: list[str]) -> str:\n"
+    "    \"\"\"A stable digest of the text of several files.\"\"\"\n"
+    "    lines = []\n"
+)
+_HASH_FILES_AFTER = (
+    "\n"
+    "        with open(path, encoding=\"utf-8\") as handle:\n"
+    "            lines.extend(handle.readlines())\n"
+    "    return hashlib.sha256(\"\".join(lines).encode()).hexdigest()\n"
+    "\n"
+    "\n"
+    "def split_remote_url(url: str) -> tuple[str, str | None]:\n"
+    "    \"\"\"Repository and revision of a URL such as https://host/org/repo@rev.\"\"\"\n"
+    "    if \"@\" in url:\n"
+    "        url, revision = url.rsplit(\"@\", 1)\n"
+    "        return url, revision\n"
+    "    return url, None\n"
+)
+
+
+@pytest.mark.model
+def test_fim_fills_a_blanked_loop_header_in_a_real_function(model_session):
+    prefix = _HASH_FILES + "    "  # the cursor after the blank line's indentation
+    prompt = build_prompt(model_session, "demo", "demo/digest.py", prefix, _HASH_FILES_AFTER, [],
+                          FimBudget())
+    out = model_session.generate(prompt.tokens, max_tokens=32, stop=[*STOP_MARKERS, "\n"])
+    assert finish_completion(out.text, _HASH_FILES_AFTER, 1, prompt.held_indent) == "for path in paths:"

@@ -143,7 +143,7 @@ class Completer:
                                                cancelled=cancelled)
         stats = generation.stats
         return CompletionResult(
-            completion=finish_completion(generation.text, suffix, max_lines),
+            completion=finish_completion(generation.text, suffix, max_lines, prompt.held_indent),
             latency_ms=round((time.perf_counter() - started) * 1000, 1),
             context=prompt.context, prompt_tokens=len(prompt.tokens), reused=stats.reused,
             encoded=stats.encoded, decoded=stats.decoded, restored=restored)

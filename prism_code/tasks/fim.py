@@ -8,6 +8,14 @@ Layout (what changes least comes first, so consecutive requests share a cached p
 
 Repository and user text is tokenized with special tokens disabled; only the markers are
 control tokens.
+
+When the cursor sits in the indentation of an otherwise empty line, the prompt's prefix
+ends at the start of that line and the model writes the indentation itself. Qwen's
+tokenizer joins the last indentation space to the word after it (" if", " return"), so a
+prompt that ends in a bare run of spaces asks for a token boundary the model never saw
+in training, and it often answered with what follows the suffix instead of the line
+(tests/test_fim.py holds such a case). The indentation the model writes is removed
+again by `finish_completion`, since the editor already has it.
 """
 
 from __future__ import annotations
@@ -28,8 +36,11 @@ _BLOCK_OPENER = re.compile(r"(:|\{|\(|\[|=>|->|\bdo)\s*(#.*|//.*)?$")
 class FimBudget:
     context_tokens: int = 1024  # retrieved windows
     prefix_tokens: int = 768
-    # Everything after the cursor is evaluated again on each keystroke: keep it short.
-    suffix_tokens: int = 64
+    # Everything after the cursor is evaluated again on each keystroke, but the model reads
+    # the end of the suffix as the end of the file: cut at 64 tokens it often ended on the
+    # next `def` header and the model wrote that function's body instead of the hole
+    # (RepoEval-style tasks, docs/benchmarks.md). 256 costs ~1 s more per keystroke cold.
+    suffix_tokens: int = 256
 
 
 @dataclass(frozen=True)
@@ -38,6 +49,9 @@ class FimPrompt:
     tokens: list[int]  # stable + the prefix/suffix part
     context: list[str]  # labels of the windows that fit the budget
     line_start: int  # where the cursor's line begins: what a keystroke leaves cached
+    # Indentation typed before the cursor but left out of the prompt (see module doc);
+    # None when the cursor's line has code before the cursor and the prompt ends there.
+    held_indent: str | None = None
 
 
 class Tokenizer(Protocol):
@@ -122,11 +136,13 @@ def build_prompt(tok: Tokenizer, repo_name: str, path: str, prefix: str, suffix:
     head = _tail_lines(tok.tokenize_text, earlier + "\n", budget.prefix_tokens) if newline else []
     tokens = [*stable, tok.special_token("<|fim_prefix|>"), *head]
     line_start = len(tokens)
-    tokens += [*tok.tokenize_text(current), tok.special_token("<|fim_suffix|>"),
+    held = None if current.strip() else current
+    tokens += [*tok.tokenize_text("" if held is not None else current),
+               tok.special_token("<|fim_suffix|>"),
                *_head_lines(tok.tokenize_text, suffix, budget.suffix_tokens),
                tok.special_token("<|fim_middle|>")]
     return FimPrompt(stable=stable, tokens=tokens, context=[label for label, _ in chosen],
-                     line_start=line_start)
+                     line_start=line_start, held_indent=held)
 
 
 _CLOSERS = set(")]}>\"'`;,")
@@ -145,8 +161,29 @@ def _repeated_tail(out: str, rest_of_line: str) -> int:
     return 0
 
 
-def finish_completion(text: str, suffix: str, max_lines: int) -> str:
-    """Cut the model's middle to what the editor should insert."""
+def _drop_held_indent(text: str, held: str) -> str:
+    """The model's middle without the indentation the editor already holds before the cursor.
+
+    Blank lines the model writes first are dropped too: the cursor's line is where the
+    code goes. A first line indented differently from what was typed loses all its
+    leading space, as an insertion at the cursor cannot take any back.
+    """
+    lines = text.split("\n")
+    while len(lines) > 1 and not lines[0].strip():
+        lines.pop(0)
+    first = lines[0]
+    lines[0] = first[len(held):] if first.startswith(held) else first.lstrip(" \t")
+    return "\n".join(lines)
+
+
+def finish_completion(text: str, suffix: str, max_lines: int, held_indent: str | None = None) -> str:
+    """Cut the model's middle to what the editor should insert.
+
+    `held_indent` is the indentation before the cursor that the prompt left out for the
+    model to write (FimPrompt.held_indent); None when the prompt ended at the cursor.
+    """
+    if held_indent is not None:
+        text = _drop_held_indent(text, held_indent)
     if max_lines <= 1:
         out = text.split("\n", 1)[0].rstrip()
         rest_of_line = suffix.split("\n", 1)[0].strip()
