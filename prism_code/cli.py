@@ -63,7 +63,10 @@ def cmd_find(args: argparse.Namespace) -> int:
         alpha = DEFAULT_FIND_ALPHA if args.alpha is None else args.alpha
         if search.vectors("code") is None:
             log.warning("embeddings are not complete: lexical ranking only (run `prism-code index`)")
-        results = search.search(args.description, top=args.top, alpha=alpha)
+        if args.strategy == "retrieval":
+            results = search.search(args.description, top=args.top, alpha=alpha)
+        else:
+            results = _find_with_model(args, search)
     finally:
         index.close()
     if args.json:
@@ -73,6 +76,27 @@ def cmd_find(args: argparse.Namespace) -> int:
             print(f"{rank:>2}. {r.qualname}  {r.path}:{r.start_line}-{r.end_line}  "
                   f"score {r.score:.3f}\n    {r.reason}")
     return 0
+
+
+def _find_with_model(args: argparse.Namespace, search) -> list:
+    """A model strategy of find; its progress events go to stderr as lines."""
+    from prism_code.llm import LlamaSession
+    from prism_code.tasks.find_strategies import run_find
+
+    def show(event) -> None:
+        print(f"[{event.strategy} {event.done}/{event.total}] {event.stage}: {event.message}", file=sys.stderr,
+              flush=True)
+
+    options = {"view": args.view} if args.strategy == "prism" and args.view else {}
+    if args.candidates and args.strategy in ("prism", "wim"):
+        options["candidates"] = args.candidates
+    session = LlamaSession.open(args.model, n_threads=args.threads)
+    try:
+        outcome = run_find(args.strategy, search, args.description, top=args.top, session=session,
+                           on_event=show, **options)
+    finally:
+        session.close()
+    return outcome.results
 
 
 def cmd_related(args: argparse.Namespace) -> int:
@@ -183,9 +207,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("find", help="find a function by description")
     workspace(p)
     p.add_argument("description")
-    p.add_argument("--strategy", choices=["retrieval"], default="retrieval")
+    p.add_argument("--strategy", choices=["retrieval", "prism", "wim", "long-context"], default="retrieval")
     p.add_argument("--top", type=int, default=10)
     p.add_argument("--alpha", type=float, help="FragRel weight (0 = vanilla retriever)")
+    p.add_argument("--model", default="qwen2.5-coder-0.5b",
+                   help="model strategies: qwen2.5-coder-0.5b, qwen2.5-coder-1.5b or a GGUF path")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--view", choices=["notes", "bodies"], help="prism: show candidates as notes or whole bodies")
+    p.add_argument("--candidates", type=int, help="prism, wim: how many of retrieval's top functions the model reads")
     p.set_defaults(func=cmd_find)
 
     p = sub.add_parser("related", help="fragments FragRel relates to a location")

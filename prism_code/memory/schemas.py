@@ -55,3 +55,19 @@ class RepoSummary:
 
     purpose: str = field(metadata={"doc": "the repository's job, at most 30 words"})
     modules: dict[str, str] = field(metadata={"doc": "file path -> its job, at most 15 words"})
+
+
+@dataclass
+class CandidateMatch:
+    """One candidate: what its text in [TEXT] shows it doing, and how well that fits [QUERY]."""
+
+    does: str = field(metadata={"doc": "what the function does, from its text, at most 8 words"})
+    fit: int = field(metadata={"doc": "0 = unrelated, 5 = similar job, 10 = does exactly what [QUERY] says"})
+
+
+@dataclass
+class CandidateMatches:
+    """candidate_functions is keyed by the exact name of a function in [TEXT] (the name after ###)
+    that could be the one [QUERY] describes. Add only functions that could be it."""
+
+    candidate_functions: dict[str, CandidateMatch]

@@ -1,0 +1,149 @@
+"""Find a function by description with the code itself in the model's context.
+
+The paper's long-context ceiling: every function of the repository, in file order, in
+one prompt, and the model names the one the description asks for. A 0.5B model has a
+32K window, but on a 2-core CPU a prompt costs seconds per few hundred tokens, so the
+code shown is capped by `token_budget`. When the repository does not fit, the functions
+retrieval ranks highest are taken until the budget is spent (still shown in file
+order) and every result's reason says so.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from prism_code.cancel import Cancelled
+from prism_code.fragments import Fragment
+from prism_code.llm.runtime import LlamaSession
+from prism_code.memory.accounting import Accounting
+from prism_code.memory.function_notes import functions_in_order
+from prism_code.tasks.find_events import FindEvent, FindListener
+from prism_code.tasks.find_function import FoundFunction, FunctionSearch
+from prism_code.tasks.find_prism import answer_grammar, parse_answer
+from prism_code.tasks.find_strategies import FindOutcome
+
+log = logging.getLogger(__name__)
+
+SYSTEM = ("You read source code and name the function that a description asks for. Each function "
+          "in [CODE] follows a line `### name`. Answer with JSON {\"function\": name}, the name "
+          "exactly as written after ###.")
+PROMPT_OVERHEAD = 400  # instructions, the description and the answer, besides the code
+
+
+@dataclass(frozen=True)
+class LongContextSettings:
+    token_budget: int = 3000  # code tokens per prompt at most (and never past the window)
+    scan: int = 200  # retrieval ranks tried when the repository does not fit
+    answer_tokens: int = 48
+
+
+@dataclass(frozen=True)
+class Shown:
+    key: str
+    fragment: Fragment
+    tokens: int
+
+
+def _keys(fragments: list[Fragment]) -> dict[str, str]:
+    """Fragment key -> the name shown (qualname; path-qualified when two share one)."""
+    counts: dict[str, int] = {}
+    for f in fragments:
+        counts[f.qualname] = counts.get(f.qualname, 0) + 1
+    return {f.key: f.qualname if counts[f.qualname] == 1 else f"{f.path}:{f.qualname}" for f in fragments}
+
+
+def find_long_context(session: LlamaSession, search: FunctionSearch, description: str, *, top: int = 10,
+                      on_event: FindListener | None = None, cancelled: Callable[[], bool] | None = None,
+                      settings: LongContextSettings | None = None, **overrides) -> FindOutcome:
+    settings = settings or LongContextSettings()
+    if overrides:
+        settings = LongContextSettings(**{**settings.__dict__, **overrides})
+    index = search.index
+    budget = max(0, min(settings.token_budget, session.n_ctx - PROMPT_OVERHEAD - settings.answer_tokens))
+
+    def emit(stage: str, message: str, done: int) -> None:
+        if on_event is not None:
+            on_event(FindEvent("long-context", stage, message, done, 2))
+
+    ordered = functions_in_order(index)
+    keys = _keys(ordered)
+    sizes = _sizes(session, search, ordered, keys)
+    retrieved = search.search(description, top=max(top, settings.scan))
+    whole = sum(sizes.values()) <= budget
+    if whole:
+        picked = {f.key for f in ordered}
+        scope = f"the whole repository ({len(ordered)} functions, {sum(sizes.values())} tokens)"
+    else:
+        picked, used = set(), 0
+        for r in retrieved:
+            key = f"{r.path}#{r.qualname}"
+            if key in sizes and used + sizes[key] <= budget:
+                picked.add(key)
+                used += sizes[key]
+        scope = (f"retrieval's top {len(picked)} that fit a {budget}-token budget "
+                 f"(the repository is {sum(sizes.values())} tokens)")
+    shown = [Shown(keys[f.key], f, sizes[f.key]) for f in ordered if f.key in picked]
+    emit("retrieval", f"{len(shown)} functions in context: {scope}", 1)
+    stats = {"whole_repository": whole, "functions_in_context": len(shown),
+             "code_tokens": sum(s.tokens for s in shown), "repository_tokens": sum(sizes.values()),
+             "token_budget": budget}
+    if not whole:
+        stats["shown"] = [f"{s.fragment.path}:{s.fragment.start_line}" for s in shown]
+    accounting = Accounting()
+    chosen: str | None = None
+    if shown:
+        code = "\n".join(_block(s.key, s.fragment.path, index.text(s.fragment)) for s in shown)
+        user = ("[CODE]\n" + code + "\n[QUERY]\n" + description.strip()
+                + "\n\nWhich function in [CODE] does [QUERY] describe?")
+        names = [s.key for s in shown]
+        gen = session.generate(session.chatml([("system", SYSTEM), ("user", user)]),
+                               max_tokens=settings.answer_tokens, grammar=answer_grammar(names),
+                               cancelled=cancelled)
+        accounting.add(gen.stats)
+        if gen.stats.finish_reason == "cancelled":
+            raise Cancelled("find cancelled")
+        stats["answer"] = gen.text
+        chosen = parse_answer(gen.text, names)
+        if chosen is None:
+            log.info("long-context answer named no function in context: %r", gen.text)
+    stats["chosen_by"] = "answer" if chosen else "fallback: the answer named no function in context"
+    emit("answer", f"answer: {chosen}" if chosen else "answer: none, retrieval order kept", 2)
+
+    by_key = {s.key: s for s in shown}
+    results: list[FoundFunction] = []
+    if chosen is not None:
+        f = by_key[chosen].fragment
+        rank = next((i for i, r in enumerate(retrieved, 1) if f"{r.path}#{r.qualname}" == f.key), None)
+        results.append(FoundFunction(f.qualname.rsplit(".", 1)[-1], f.qualname, f.path, f.start_line, f.end_line,
+                                     next((r.score for r in retrieved if f"{r.path}#{r.qualname}" == f.key), 0.0),
+                                     f"named by the model reading {scope}"
+                                     + (f"; retrieval rank {rank}" if rank else "")))
+    lead = "" if chosen else "the model named no function in context; "
+    for i, r in enumerate(retrieved, 1):
+        if len(results) >= top:
+            break
+        if chosen is not None and f"{r.path}#{r.qualname}" == by_key[chosen].fragment.key:
+            continue
+        results.append(FoundFunction(r.name, r.qualname, r.path, r.start_line, r.end_line, r.score,
+                                     f"{lead}retrieval rank {i}"))
+    return FindOutcome(results, accounting, stats)
+
+
+_SIZE_CACHE: dict[tuple[int, int, str], dict[str, int]] = {}
+
+
+def _sizes(session: LlamaSession, search: FunctionSearch, ordered: list[Fragment],
+           keys: dict[str, str]) -> dict[str, int]:
+    """Tokens per function block; kept for the last index generation (a big repository takes seconds)."""
+    tag = (id(search.index), search.index.generation, str(session.model_path))
+    if tag not in _SIZE_CACHE:
+        _SIZE_CACHE.clear()
+        _SIZE_CACHE[tag] = {f.key: len(session.tokenize_text(_block(keys[f.key], f.path, search.index.text(f))))
+                            for f in ordered}
+    return _SIZE_CACHE[tag]
+
+
+def _block(key: str, path: str, source: str) -> str:
+    return f"### {key}\n# {path}\n{source}\n"

@@ -1,0 +1,239 @@
+"""Find a function by description with PRISM over retrieval's candidates.
+
+Retrieval ranks the repository; its top-k candidates are shown to the model a few at a
+time (PRISM's chunks). At each chunk the model proposes revisions to a query memory
+`candidate_functions: {name -> {does, fit}}` (amendments encoding by default, so the
+task, query, schema and earlier amendments stay a cached prefix). A final call reads
+the memory and names one entry under a grammar that only admits memory keys. All
+candidates are returned: the chosen one first, the rest in retrieval order.
+
+Two views of a candidate: its whole body, or its precomputed note and signature
+(`notes_for`: the model's note where one is stored, else the deterministic one), which
+is several times fewer prompt tokens.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from prism_code.cancel import Cancelled
+from prism_code.index import RepoIndex
+from prism_code.llm.runtime import LlamaSession
+from prism_code.memory.accounting import Accounting
+from prism_code.memory.encoding import Encoding
+from prism_code.memory.function_notes import notes_for
+from prism_code.memory.grammar import json_layout_grammar
+from prism_code.memory.notes_store import NotesStore
+from prism_code.memory.revisions import Target
+from prism_code.memory.runner import StepProgress, run_pass
+from prism_code.memory.schema import format_path
+from prism_code.memory.schemas import CandidateMatch, CandidateMatches
+from prism_code.tasks.find_events import FindEvent, FindListener
+from prism_code.tasks.find_function import FoundFunction, FunctionSearch
+from prism_code.tasks.find_strategies import FindOutcome
+
+log = logging.getLogger(__name__)
+
+VIEWS = ("notes", "bodies")
+
+TASK = ("You help find the one function of a repository that [QUERY] describes. A search "
+        "already picked some candidate functions; [TEXT] shows a few of them, each under a "
+        "line `### name`. Put into the memory each function of [TEXT] that could be the one "
+        "[QUERY] describes, under its name exactly as written after ###: say in a few words "
+        "what it does and rate how well that fits [QUERY].")
+
+ANSWER_SYSTEM = ("You pick the function that a description asks for. The memory lists candidate "
+                 "functions, what each does and how well it seemed to fit. Answer with JSON "
+                 '{"function": name}, name being one key of the memory.')
+
+
+@dataclass(frozen=True)
+class Candidate:
+    key: str  # the name the model sees and writes (qualname; path-qualified when ambiguous)
+    found: FoundFunction
+    text: str  # what the model is shown for it
+
+
+@dataclass(frozen=True)
+class PrismSettings:
+    candidates: int = 10  # retrieval's top-k handed to the pass
+    chunk_size: int = 5  # candidates per PRISM step
+    view: str = "notes"  # "notes" | "bodies"
+    encoding: Encoding = Encoding.AMENDMENTS
+    allow_updates: bool = True
+    max_revisions: int = 2  # per step: the few candidates a step may keep
+    max_body_lines: int = 60  # a long body is cut; its head says what it does
+    step_tokens: int = 120  # decoded per step at most
+    answer_tokens: int = 40
+
+
+def candidate_text(index: RepoIndex, found: FoundFunction, key: str, view: str,
+                   store: NotesStore | None, max_body_lines: int) -> str:
+    head = f"### {key}\n# {found.path}:{found.start_line}\n"
+    if view == "bodies":
+        fragment = index.fragments.get(f"{found.path}#{found.qualname}")
+        lines = index.text(fragment).splitlines() if fragment is not None else []
+        if len(lines) > max_body_lines:
+            lines = lines[:max_body_lines] + [f"    # ... {len(lines) - max_body_lines} more lines"]
+        return head + "\n".join(lines) + "\n"
+    definition = index.definition(found.path, found.qualname)
+    signature = definition.signature.strip() if definition and definition.signature else found.qualname
+    lookup = notes_for(index, found.path, found.qualname, store)
+    note = lookup.note.text() if lookup is not None else ""
+    return head + signature + "\n" + (f"Note: {note}\n" if note else "")
+
+
+def candidate_keys(found: list[FoundFunction]) -> list[str]:
+    """Qualnames, path-qualified where two candidates share one (the model must tell them apart)."""
+    counts: dict[str, int] = {}
+    for f in found:
+        counts[f.qualname] = counts.get(f.qualname, 0) + 1
+    return [f.qualname if counts[f.qualname] == 1 else f"{f.path}:{f.qualname}" for f in found]
+
+
+def parse_answer(text: str, names: list[str]) -> str | None:
+    """The memory key the answer names, read tolerantly; None when it names none."""
+    value: object = None
+    try:
+        data = json.loads(text)
+        value = data.get("function") if isinstance(data, dict) else data
+    except (json.JSONDecodeError, ValueError):
+        match = re.search(r'"function"\s*:\s*"([^"]*)"', text)
+        value = match.group(1) if match else text
+    if not isinstance(value, str):
+        return None
+    value = value.strip().strip("`'\" ")
+    if value in names:
+        return value
+    # A bare name for a method or a path-qualified key: accept it when it is unambiguous.
+    tails = [n for n in names if n.rsplit(".", 1)[-1].rsplit(":", 1)[-1] == value.rsplit(".", 1)[-1]]
+    if len(tails) == 1:
+        return tails[0]
+    mentioned = [n for n in sorted(names, key=len, reverse=True) if re.search(rf"\b{re.escape(n)}\b", value)]
+    return mentioned[0] if len(mentioned) == 1 else None
+
+
+def answer_prompt(session: LlamaSession, description: str, memory: dict) -> list[int]:
+    user = ("[QUERY]\n" + description.strip() + "\n\n[MEMORY]\n"
+            + json.dumps(memory, ensure_ascii=False, indent=1) + "\n\nWhich function does [QUERY] describe?")
+    return session.chatml([("system", ANSWER_SYSTEM), ("user", user)])
+
+
+def answer_grammar(names: list[str]):
+    return json_layout_grammar({"type": "object", "properties": {"function": {"enum": names}},
+                                "required": ["function"], "additionalProperties": False})
+
+
+def _describe(entry: dict | None) -> str:
+    if not entry:
+        return ""
+    does = str(entry.get("does", "")).strip().rstrip(".")
+    return f"fit {entry.get('fit', '?')}/10" + (f", {does}" if does else "")
+
+
+def find_prism(session: LlamaSession, search: FunctionSearch, description: str, *, top: int = 10,
+               on_event: FindListener | None = None, cancelled: Callable[[], bool] | None = None,
+               settings: PrismSettings | None = None, store: NotesStore | None = None,
+               **overrides) -> FindOutcome:
+    """Run the PRISM find; `overrides` set PrismSettings fields (e.g. view="bodies")."""
+    settings = settings or PrismSettings()
+    if overrides:
+        settings = PrismSettings(**{**settings.__dict__, **overrides})
+    if settings.view not in VIEWS:
+        raise ValueError(f"unknown candidate view {settings.view!r}; choose from {', '.join(VIEWS)}")
+
+    def emit(stage: str, message: str, done: int, total: int) -> None:
+        if on_event is not None:
+            on_event(FindEvent("prism", stage, message, done, total))
+
+    retrieved = search.search(description, top=max(top, settings.candidates))
+    pool = retrieved[:settings.candidates]
+    n_steps = -(-len(pool) // settings.chunk_size)
+    emit("retrieval", f"{len(pool)} candidates from retrieval; top: {pool[0].qualname}" if pool
+         else "no functions indexed", 0, n_steps + 1)
+    if not pool:
+        return FindOutcome([], Accounting(), {"chosen_by": "empty"})
+
+    keys = candidate_keys(pool)
+    own_store = store is None
+    store = store or NotesStore.for_index(search.index)
+    try:
+        candidates = [Candidate(k, f, candidate_text(search.index, f, k, settings.view, store,
+                                                     settings.max_body_lines))
+                      for k, f in zip(keys, pool)]
+    finally:
+        if own_store:
+            store.close()
+    groups = [candidates[i:i + settings.chunk_size] for i in range(0, len(candidates), settings.chunk_size)]
+
+    def targets(i: int, _chunk: str) -> list[Target]:
+        return [Target(CandidateMatch, path=format_path(("candidate_functions", c.key))) for c in groups[i]]
+
+    def on_step(p: StepProgress) -> None:
+        emit("step", f"step {p.step}/{p.total}: {p.applied} revisions applied, {p.rejected} rejected",
+             p.step, n_steps + 1)
+
+    passed = run_pass(session, TASK, description, CandidateMatches, ["\n".join(c.text for c in g) for g in groups],
+                      settings.encoding, settings.allow_updates, cancelled=cancelled, on_step=on_step,
+                      targets=targets, min_revisions=1, max_revisions=settings.max_revisions,
+                      max_tokens=settings.step_tokens)
+    if passed.cancelled:
+        raise Cancelled("find cancelled")
+    memory = passed.memory.get("candidate_functions", {})
+    accounting = Accounting()
+    accounting.add(passed.accounting)
+    stats = {"view": settings.view, "encoding": settings.encoding.value, "updates": settings.allow_updates,
+             "candidates": len(pool), "steps": len(passed.steps), "applied": passed.applied,
+             "rejected": len(passed.rejected), "memory_entries": len(memory),
+             "parse_errors": sum(len(s.parse_errors) for s in passed.steps),
+             "pass": passed.accounting.as_row(),
+             "candidate_tokens": sum(len(session.tokenize_text(c.text)) for c in candidates)}
+
+    names = [c.key for c in candidates if c.key in memory]
+    chosen: str | None = None
+    if len(names) == 1:
+        chosen, stats["chosen_by"] = names[0], "only memory entry"
+    elif names:
+        gen = session.generate(answer_prompt(session, description, memory), max_tokens=settings.answer_tokens,
+                               grammar=answer_grammar(names), cancelled=cancelled)
+        accounting.add(gen.stats)
+        stats["answer"] = gen.text
+        if gen.stats.finish_reason == "cancelled":
+            raise Cancelled("find cancelled")
+        chosen = parse_answer(gen.text, names)
+        stats["chosen_by"] = "answer" if chosen else "fallback: the answer named no memory entry"
+        if chosen is None:
+            log.info("prism answer named no candidate: %r", gen.text)
+    else:
+        stats["chosen_by"] = "fallback: the memory is empty"
+    emit("answer", f"answer: {chosen}" if chosen else "answer: none, retrieval order kept", n_steps + 1, n_steps + 1)
+
+    beyond = [FoundFunction(f.name, f.qualname, f.path, f.start_line, f.end_line, f.score,
+                            f"beyond the {len(pool)} PRISM candidates; retrieval rank {len(pool) + n}")
+              for n, f in enumerate(retrieved[len(pool):top], 1)]
+    return FindOutcome(_ranked(candidates, memory, chosen) + beyond, accounting, stats)
+
+
+def _ranked(candidates: list[Candidate], memory: dict, chosen: str | None) -> list[FoundFunction]:
+    def with_reason(c: Candidate, rank: int, reason: str) -> FoundFunction:
+        f = c.found
+        return FoundFunction(f.name, f.qualname, f.path, f.start_line, f.end_line, f.score,
+                             f"{reason}; retrieval rank {rank}")
+
+    ordered = sorted(range(len(candidates)), key=lambda i: candidates[i].key != chosen)
+    out = []
+    for i in ordered:
+        c = candidates[i]
+        entry = memory.get(c.key)
+        if c.key == chosen:
+            reason = "PRISM answer: " + (_describe(entry) or "chosen from memory")
+        elif entry is not None:
+            reason = "in PRISM memory, not chosen: " + _describe(entry)
+        else:
+            reason = "not kept in the PRISM memory"
+        out.append(with_reason(c, i + 1, reason))
+    return out

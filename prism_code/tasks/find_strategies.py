@@ -1,0 +1,70 @@
+"""One entry point for every find-by-description strategy.
+
+Callers (CLI, language server, benchmarks) name a strategy and get the same outcome
+back: results in the CLI contract (best first, a one-line reason each), what the model
+calls cost, and numbers only that strategy has. Model strategies import lazily so the
+retrieval path never loads llama.cpp.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from prism_code.tasks.find_events import FindEvent, FindListener
+from prism_code.tasks.find_function import FoundFunction, FunctionSearch
+
+if TYPE_CHECKING:
+    from prism_code.llm.runtime import LlamaSession
+    from prism_code.memory.accounting import Accounting
+
+STRATEGIES = ("retrieval", "prism", "wim", "long-context")
+MODEL_STRATEGIES = ("prism", "wim", "long-context")
+
+
+@dataclass
+class FindOutcome:
+    """What a find run produced, whatever the strategy."""
+
+    results: list[FoundFunction]  # best first; each carries a one-line `reason`
+    accounting: Accounting | None = None  # model tokens and time (None for retrieval)
+    stats: dict[str, Any] = field(default_factory=dict)  # strategy-specific numbers
+
+    def to_json(self) -> list[dict]:
+        """The CLI contract: the results only."""
+        return [r.to_json() for r in self.results]
+
+
+def run_find(strategy: str, search: FunctionSearch, description: str, *, top: int = 10,
+             session: LlamaSession | None = None, on_event: FindListener | None = None,
+             cancelled: Callable[[], bool] | None = None, **options: Any) -> FindOutcome:
+    """Find the function `description` describes with `strategy`; see STRATEGIES."""
+    if strategy not in STRATEGIES:
+        raise ValueError(f"unknown find strategy {strategy!r}; choose from {', '.join(STRATEGIES)}")
+    if not description.strip():
+        raise ValueError("the description is empty")
+    if strategy == "retrieval":
+        results = search.search(description, top=top, **options)
+        if on_event is not None:
+            on_event(FindEvent("retrieval", "retrieval", f"{len(results)} candidates ranked", 1, 1))
+        return FindOutcome(results)
+    if session is None:
+        raise ValueError(f"the {strategy} strategy needs a model session")
+    if strategy == "prism":
+        from prism_code.tasks.find_prism import find_prism
+
+        return find_prism(session, search, description, top=top, on_event=on_event, cancelled=cancelled,
+                          **options)
+    if strategy == "long-context":
+        from prism_code.tasks.find_long_context import find_long_context
+
+        return find_long_context(session, search, description, top=top, on_event=on_event,
+                                 cancelled=cancelled, **options)
+    try:
+        from prism_code.tasks.find_wim import find_wim
+    except ModuleNotFoundError as exc:
+        if exc.name != "prism_code.tasks.find_wim":
+            raise
+        raise ValueError("wim strategy not available") from exc
+    return find_wim(session, search, description, top=top, on_event=on_event, cancelled=cancelled, **options)

@@ -1,0 +1,406 @@
+"""Find a function by description with Writing in the Margins (WiM) over retrieval's candidates.
+
+The context is retrieval's top candidates, shown as source (cut to a token budget). It is
+prefilled segment by segment into ONE KV cache. After each segment an extract
+instruction I_A is appended and a margin decoded; then I_A and the margin are cut from
+the cache (`LlamaSession.truncate`, llama.cpp seq_rm), so the next segment continues
+right after the previous segment's tokens: the cache only ever holds the context, as in
+a plain chunked prefill. The final answer call reads context + relevant margins +
+the question again, under a grammar that only admits candidate names.
+
+Choices, and why:
+- Segments follow retrieval order, not file order. Candidates come from many files, so
+  file order buys no locality; retrieval order puts the likeliest candidates in the
+  first segment, which makes the first margin (the first progress event) the most
+  useful one and lets early exit fire after little prefill. The first segment is
+  smaller than the others so that first margin arrives quickly.
+- Classification: the paper classifies each margin (a classifier pass, or, in its
+  experiments, the first generated token as the class label). We do the latter: the
+  margin is JSON whose first value is the label, `{"relevant": true|false, ...}`; we read
+  the model's probability of `true` at that position from the logits, and only when it
+  wins do we decode the rest (the function name, under a grammar admitting only this
+  segment's candidate names, and a short why). An irrelevant margin costs one token.
+  A separate classifier call would double the decoding a 0.5B model does on 2 cores
+  and judge a short margin without the code it came from.
+- Early exit (paper Sec. 6) when a margin is relevant with probability >= a threshold
+  and names one of the segment's candidates: that candidate is the answer and no
+  further segments or final call are run.
+- Every segment emits a progress event (a progress bar, paper Sec. 6); the message
+  carries the margin when it is relevant.
+
+Measured (docs/benchmarks.md, 20 RepoQA needles, 0.5B): the 0.5B labels every segment
+relevant (P(true) 0.66-0.74 on the runs inspected), so no margin is dropped and the 0.9 early-exit bar is
+never met; top-1 equals retrieval's on the same needles. The label is kept as the
+paper defines it rather than re-thresholded on the benchmark.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import llama_cpp
+
+from prism_code.cancel import Cancelled
+from prism_code.llm.runtime import LlamaSession
+from prism_code.memory.accounting import Accounting
+from prism_code.tasks.find_events import FindEvent, FindListener
+from prism_code.tasks.find_function import FoundFunction, FunctionSearch
+from prism_code.tasks.find_strategies import FindOutcome
+
+log = logging.getLogger(__name__)
+
+SYSTEM = ("You are a careful code reader. A search tool picked candidate functions from a repository; "
+          "you help decide which one the user's description is about.")
+
+CONTEXT_HEAD = "Description of the function the user looks for:\n{description}\n\nCandidate functions:\n"
+
+# I_A: closes the reading turn, asks about this segment only, and opens the JSON answer
+# up to the class label so the next token is `true` or `false`.
+MARGIN_ASK = ("Look only at these functions: {labels}. Does one of them do what this description says?\n"
+              "{query}\nAnswer in JSON: relevant true or false, the function's name, and why in a few words.")
+
+FINAL_ASK = ("Notes I took while reading the candidates:\n{notes}\n"
+             "Which candidate function does this description describe?\n{query}\n"
+             "Answer in JSON with the function's name and a short reason.")
+
+MARGIN_OPEN = '{"relevant":'
+MARGIN_NAME_OPEN = ' true, "function": "'
+ANSWER_OPEN = '{"function": "'
+
+
+@dataclass(frozen=True)
+class WimSettings:
+    first_segment: int = 1  # functions in the first segment (small: it produces the first event)
+    segment: int = 3  # functions in each later segment
+    function_tokens: int = 64  # most tokens of source shown per candidate (signature, docstring, start)
+    query_tokens: int = 320  # most tokens of the description (it is repeated in each I_A)
+    why_chars: int = 40  # length of a margin's why / the answer's reason
+    exit_probability: float = 0.9  # P(relevant) of a margin that ends the run early
+    # The paper's I_A holds the query; here it sits once at the head of the context instead
+    # (about 250 tokens saved per margin) and is restated only in the final question.
+    repeat_query: bool = False
+
+
+@dataclass(frozen=True)
+class Candidate:
+    label: str  # the name the model sees and writes: qualname, path-qualified when ambiguous
+    found: FoundFunction
+    tokens: list[int]  # the block the context shows for it
+
+
+@dataclass
+class Margin:
+    segment: int  # 1-based
+    p_relevant: float
+    relevant: bool
+    label: str | None = None
+    why: str = ""
+
+    def text(self) -> str:
+        if not self.relevant:
+            return "nothing relevant"
+        return f"{self.label}: {self.why}" if self.label else f"relevant: {self.why}"
+
+
+@dataclass
+class WimRun:
+    margins: list[Margin] = field(default_factory=list)
+    early_exit: bool = False
+    answer: str | None = None  # label the run settled on
+    answer_reason: str = ""
+    first_event_ms: float | None = None
+
+
+def candidate_labels(found: Sequence[FoundFunction]) -> list[str]:
+    counts: dict[str, int] = {}
+    for f in found:
+        counts[f.qualname] = counts.get(f.qualname, 0) + 1
+    return [f.qualname if counts[f.qualname] == 1 else f"{f.path}:{f.qualname}" for f in found]
+
+
+def segment_bounds(n: int, first: int, size: int) -> list[tuple[int, int]]:
+    """[start, end) index ranges of the segments over n candidates in retrieval order."""
+    bounds: list[tuple[int, int]] = []
+    start = 0
+    while start < n:
+        end = min(n, start + (first if not bounds else size))
+        bounds.append((start, end))
+        start = end
+    return bounds
+
+
+def _gbnf_literal(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def name_grammar(labels: Sequence[str], tail_key: str, chars: int) -> llama_cpp.LlamaGrammar:
+    """Continues after an opening quote: one of `labels`, then `", "<tail_key>": "<text>"}`."""
+    names = " | ".join(_gbnf_literal(label) for label in labels)
+    between = _gbnf_literal(f'", "{tail_key}": "')
+    close = _gbnf_literal('"}')
+    gbnf = (f"root ::= name {between} text {close}\n"
+            f"name ::= {names}\n"
+            f"text ::= [^\"\\\\\\n]{{0,{chars}}}\n")
+    return llama_cpp.LlamaGrammar.from_string(gbnf, verbose=False)
+
+
+def _parse_named(opening: str, text: str, key: str, tail_key: str, labels: Sequence[str]) -> tuple[str | None, str]:
+    """(label, tail text) from a continuation of `opening`; label None when it names no candidate."""
+    raw = opening + text
+    value: object = None
+    tail = ""
+    try:
+        data = json.loads(raw)
+        if isinstance(data, dict):
+            value, tail = data.get(key), str(data.get(tail_key, "") or "")
+    except json.JSONDecodeError:
+        # Cut off by max_tokens or otherwise broken: read the name tolerantly.
+        m = re.search(rf'"{key}"\s*:\s*"([^"]*)"', raw)
+        value = m.group(1) if m else None
+        t = re.search(rf'"{tail_key}"\s*:\s*"([^"]*)', raw)
+        tail = t.group(1) if t else ""
+    if not isinstance(value, str):
+        return None, tail.strip()
+    value = value.strip()
+    if value in labels:
+        return value, tail.strip()
+    # A bare qualname or short name is accepted only when it picks out exactly one candidate.
+    hits = [label for label in labels if label.rsplit(":", 1)[-1] == value or label.rsplit(".", 1)[-1] == value]
+    return (hits[0] if len(hits) == 1 else None), tail.strip()
+
+
+def parse_margin(text: str, labels: Sequence[str]) -> tuple[str | None, str]:
+    """A relevant margin's (function label, why), from the text decoded after MARGIN_NAME_OPEN."""
+    return _parse_named(MARGIN_OPEN + MARGIN_NAME_OPEN, text, "function", "why", labels)
+
+
+def parse_answer(text: str, labels: Sequence[str]) -> tuple[str | None, str]:
+    """The final answer's (label, reason), from the text decoded after ANSWER_OPEN."""
+    return _parse_named(ANSWER_OPEN, text, "function", "reason", labels)
+
+
+def rank_results(candidates: Sequence[Candidate], run: WimRun) -> list[FoundFunction]:
+    """All candidates: the answer first, then those relevant margins named, then retrieval order.
+
+    Without an answer naming a real candidate this is retrieval's order (only margin-named
+    ones move up), so a bad answer never loses a candidate.
+    """
+    by_label = {c.label: c for c in candidates}
+    named = [m.label for m in run.margins if m.relevant and m.label in by_label]
+    order: list[str] = []
+    for label in ([run.answer] if run.answer in by_label else []) + named + [c.label for c in candidates]:
+        if label not in order:
+            order.append(label)
+    seen = {m.segment for m in run.margins}
+    why = {m.label: m.why for m in run.margins if m.relevant and m.label}
+    results = []
+    for label in order:
+        c = by_label[label]
+        if label == run.answer:
+            reason = f"wim answer: {why.get(label) or run.answer_reason or 'chosen'}"
+        elif label in why:
+            reason = f"margin: {why[label]}"
+        else:
+            reason = "margin: not relevant" if seen else "not read"
+        results.append(FoundFunction(c.found.name, c.found.qualname, c.found.path, c.found.start_line,
+                                     c.found.end_line, c.found.score, f"{reason} (retrieval: {c.found.reason})"))
+    return results
+
+
+class WimReader:
+    """Holds one query's prompt pieces and runs the WiM steps on a session."""
+
+    def __init__(self, session: LlamaSession, description: str, candidates: list[Candidate],
+                 settings: WimSettings, accounting: Accounting, cancelled: Callable[[], bool] | None = None) -> None:
+        self.session = session
+        self.candidates = candidates
+        self.settings = settings
+        self.accounting = accounting
+        self.cancelled = cancelled
+        query_tokens = session.tokenize_text(description.strip())[: settings.query_tokens]
+        self.query = session.detokenize(query_tokens)
+        start, self._end = session.special_token("<|im_start|>"), session.special_token("<|im_end|>")
+        self._start = start
+        self.head = (session.chatml([("system", SYSTEM)], add_generation_prompt=False)
+                     + [start] + session.tokenize_text("user\n" + CONTEXT_HEAD.format(description=self.query)))
+        self.context: list[int] = list(self.head)  # what the cache holds between steps
+
+    def _turn(self, text: str, opening: str) -> list[int]:
+        s = self.session
+        return ([self._end] + s.tokenize_text("\n") + [self._start] + s.tokenize_text("user\n" + text)
+                + [self._end] + s.tokenize_text("\n") + [self._start] + s.tokenize_text("assistant\n" + opening))
+
+    def _check(self) -> None:
+        if self.cancelled is not None and self.cancelled():
+            raise Cancelled("find cancelled")
+
+    def read_segment(self, segment: int, members: Sequence[Candidate]) -> Margin:
+        """Prefill one segment after the previous ones, decode its margin, then drop I_A + margin."""
+        self._check()
+        s = self.session
+        for c in members:
+            self.context += c.tokens
+        keep = len(self.context)
+        labels = [c.label for c in members]
+        query = self.query if self.settings.repeat_query else "(the description above)"
+        ask = self._turn(MARGIN_ASK.format(labels=", ".join(labels), query=query), MARGIN_OPEN)
+        try:
+            stats = s.prefill(self.context + ask, cancelled=self.cancelled)
+            if stats.encoded == 0 and not stats.cancelled:
+                # Everything was cached, so the logits belong to some other token: redo the last one.
+                s.truncate(len(s.tokens) - 1)
+                stats = s.prefill(self.context + ask, cancelled=self.cancelled)
+            self.accounting.add(stats)
+            if stats.cancelled:
+                raise Cancelled("find cancelled")
+            p_true = self._p_true()
+            self.accounting.decoded += 1  # the class label, read from the logits
+            margin = Margin(segment, p_true, p_true >= 0.5)
+            if margin.relevant:
+                opening = ask + s.tokenize_text(MARGIN_NAME_OPEN)
+                gen = s.generate(self.context + opening, max_tokens=12 + self.settings.why_chars // 2,
+                                 grammar=name_grammar(labels, "why", self.settings.why_chars),
+                                 cancelled=self.cancelled)
+                self.accounting.add(gen.stats)
+                if gen.stats.finish_reason == "cancelled":
+                    raise Cancelled("find cancelled")
+                margin.label, margin.why = parse_margin(gen.text, labels)
+        finally:
+            # seq_rm: the next segment continues right after this one's tokens.
+            s.truncate(keep)
+        return margin
+
+    def _p_true(self) -> float:
+        """P(" true") against P(" false") for the token after MARGIN_OPEN, from the last logits."""
+        s = self.session
+        vocab = s.llama.n_vocab()
+        logits = llama_cpp.llama_get_logits_ith(s.llama.ctx, -1)
+        true_ids = _first_tokens(s, (" true", "true"))
+        false_ids = _first_tokens(s, (" false", "false"))
+        best_true = max(logits[i] for i in true_ids if i < vocab)
+        best_false = max(logits[i] for i in false_ids if i < vocab)
+        return 1.0 / (1.0 + math.exp(best_false - best_true))
+
+    def answer(self, margins: Sequence[Margin]) -> tuple[str | None, str]:
+        """Final call over context + relevant margins; (label, reason) or (None, "") if unreadable."""
+        self._check()
+        s = self.session
+        kept = [m for m in margins if m.relevant]
+        notes = "\n".join(f"- part {m.segment}: {m.text()}" for m in kept) or "- none of the parts looked relevant"
+        labels = [c.label for c in self.candidates[: self._read_count(margins)]]
+        prompt = self.context + self._turn(FINAL_ASK.format(notes=notes, query=self.query), ANSWER_OPEN)
+        gen = s.generate(prompt, max_tokens=12 + self.settings.why_chars // 2,
+                         grammar=name_grammar(labels, "reason", self.settings.why_chars), cancelled=self.cancelled)
+        self.accounting.add(gen.stats)
+        if gen.stats.finish_reason == "cancelled":
+            raise Cancelled("find cancelled")
+        return parse_answer(gen.text, labels)
+
+    def _read_count(self, margins: Sequence[Margin]) -> int:
+        bounds = segment_bounds(len(self.candidates), self.settings.first_segment, self.settings.segment)
+        return bounds[len(margins) - 1][1] if margins else 0
+
+
+_TOKEN_CACHE: dict[tuple[str, str], list[int]] = {}
+
+
+def _first_tokens(session: LlamaSession, spellings: Sequence[str]) -> list[int]:
+    out = []
+    for text in spellings:
+        key = (session.model_path.name, text)
+        if key not in _TOKEN_CACHE:
+            _TOKEN_CACHE[key] = session.tokenize_text(text)[:1]
+        out += _TOKEN_CACHE[key]
+    return out
+
+
+def build_candidates(session: LlamaSession, search: FunctionSearch, found: Sequence[FoundFunction],
+                     settings: WimSettings) -> list[Candidate]:
+    index = search.index
+    labels = candidate_labels(found)
+    out = []
+    for label, f in zip(labels, found):
+        fragment = index.fragments.get(f"{f.path}#{f.qualname}")
+        source = index.text(fragment) if fragment is not None else f"def {f.name}(...): ..."
+        body = session.tokenize_text(source)
+        if len(body) > settings.function_tokens:
+            body = session.tokenize_text(session.detokenize(body[: settings.function_tokens]).rstrip() + "\n    ...")
+        head = session.tokenize_text(f"\n### {label}  ({f.path})\n```python\n")
+        out.append(Candidate(label, f, head + body + session.tokenize_text("\n```\n")))
+    return out
+
+
+def fit_settings(session: LlamaSession, settings: WimSettings, candidates: int) -> tuple[WimSettings, int]:
+    """Settings and candidate count whose context + one I_A + the final prompt fit the window.
+
+    The per-function budget shrinks first (down to 48 tokens); past that, fewer candidates.
+    """
+    reserve = 2 * settings.query_tokens + 600  # head, final question and notes, answer
+    overhead = 30  # a candidate's `### label (path)` line and code fence
+    room = session.n_ctx - reserve
+    fitting = max(1, room // (48 + overhead))
+    if candidates > fitting:
+        log.info("wim: %d candidates do not fit a %d-token window; reading %d", candidates, session.n_ctx, fitting)
+        candidates = fitting
+    per = max(48, room // max(candidates, 1) - overhead)
+    if per < settings.function_tokens:
+        settings = WimSettings(**{**settings.__dict__, "function_tokens": per})
+    return settings, candidates
+
+
+def find_wim(session: LlamaSession, search: FunctionSearch, description: str, *, top: int = 10,
+             candidates: int = 20, on_event: FindListener | None = None,
+             cancelled: Callable[[], bool] | None = None, early_exit: bool = True,
+             settings: WimSettings | None = None) -> FindOutcome:
+    """WiM over retrieval's top `candidates`; returns them all (answer first), cut to max(top, 1)."""
+    started = time.perf_counter()
+    settings, candidates = fit_settings(session, settings or WimSettings(), candidates)
+    found = search.search(description, top=candidates)
+    accounting = Accounting()
+    run = WimRun()
+    bounds = segment_bounds(len(found), settings.first_segment, settings.segment)
+    total = len(bounds) + 1
+
+    def emit(stage: str, message: str, done: int) -> None:
+        if run.first_event_ms is None:
+            run.first_event_ms = (time.perf_counter() - started) * 1000
+        if on_event is not None:
+            on_event(FindEvent("wim", stage, message, done, total))
+
+    cands = build_candidates(session, search, found, settings)
+    if cands:
+        reader = WimReader(session, description, cands, settings, accounting, cancelled)
+        for k, (a, b) in enumerate(bounds, 1):
+            margin = reader.read_segment(k, cands[a:b])
+            run.margins.append(margin)
+            emit("margin", f"margin {k}/{len(bounds)}: {margin.text()}", k)
+            if early_exit and margin.relevant and margin.label and margin.p_relevant >= settings.exit_probability:
+                run.early_exit = True
+                run.answer, run.answer_reason = margin.label, margin.why
+                break
+        if not run.early_exit:
+            run.answer, run.answer_reason = reader.answer(run.margins)
+            if run.answer is None:
+                log.info("wim answer named no candidate; keeping retrieval order")
+        emit("answer", f"answer: {run.answer or 'none (retrieval order)'}", total)
+    results = rank_results(cands, run)[: max(top, 1)]
+    kept = sum(1 for m in run.margins if m.relevant)
+    stats = {
+        "margins_kept": kept,
+        "margins_dropped": len(run.margins) - kept,
+        "early_exit": run.early_exit,
+        "segments": len(run.margins),
+        "segments_planned": len(bounds),
+        "first_event_ms": round(run.first_event_ms, 1) if run.first_event_ms is not None else None,
+        "answer": run.answer,
+        "margins": [{"segment": m.segment, "p_relevant": round(m.p_relevant, 3), "function": m.label,
+                     "why": m.why} for m in run.margins],
+        "ms": round((time.perf_counter() - started) * 1000, 1),
+    }
+    return FindOutcome(results, accounting, stats)

@@ -1,0 +1,108 @@
+"""The WiM find strategy: the margin step leaves the KV cache as a cold run would, the
+needle comes first on a fixture repository, and bad answers fall back to retrieval order."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from prism_code.index import RepoIndex
+from prism_code.memory.accounting import Accounting
+from prism_code.tasks.find_events import FindEvent
+from prism_code.tasks.find_function import FunctionSearch
+from prism_code.tasks.find_wim import (
+    Candidate,
+    WimReader,
+    WimRun,
+    WimSettings,
+    build_candidates,
+    candidate_labels,
+    find_wim,
+    parse_answer,
+    rank_results,
+    segment_bounds,
+)
+
+FIXTURE = Path(__file__).parent / "fixtures" / "calcrepo"
+SEND = "Send an invoice that was already created to a customer by email."
+TOTAL = "Compute the total cost of a shopping cart from the unit prices and the quantities bought."
+
+
+@pytest.fixture(scope="module")
+def search(tmp_path_factory: pytest.TempPathFactory):
+    root = tmp_path_factory.mktemp("wim") / "calcrepo"
+    shutil.copytree(FIXTURE, root)
+    index = RepoIndex(root, cache_dir=root.parent / "cache")
+    index.update()
+    yield FunctionSearch(index)
+    index.close()
+
+
+@pytest.mark.model
+def test_margin_removal_leaves_cache_as_a_cold_run(model_session, search: FunctionSearch) -> None:
+    found = search.search(SEND, top=7)
+    settings = WimSettings()
+    cands = build_candidates(model_session, search, found, settings)
+    accounting = Accounting()
+    reader = WimReader(model_session, SEND, cands, settings, accounting)
+    model_session.reset()
+    margin = reader.read_segment(1, cands[:3])
+    # The margin was decoded (label + name + why), then I_A and the margin were cut off.
+    assert margin.relevant and accounting.decoded > 3
+    assert model_session.tokens == reader.context
+    follow = model_session.tokenize_text("\n# In one sentence, the first function above")
+    warm = model_session.generate(reader.context + cands[3].tokens + follow, max_tokens=24)
+
+    # Cold: a fresh cache filled with the same segments at the same boundaries, no margin ever.
+    model_session.reset()
+    model_session.prefill(reader.context)
+    cold = model_session.generate(reader.context + cands[3].tokens + follow, max_tokens=24)
+    assert warm.tokens == cold.tokens
+    assert warm.stats.reused == len(reader.context)
+
+
+@pytest.mark.model
+def test_wim_puts_the_described_function_first_and_streams_margins(model_session, search: FunctionSearch) -> None:
+    events: list[FindEvent] = []
+    outcome = find_wim(model_session, search, TOTAL, top=7, candidates=7, on_event=events.append,
+                       settings=WimSettings(first_segment=2, segment=3))
+    assert outcome.results[0].qualname == "total_price"
+    assert len(outcome.results) == 7
+    assert all(r.reason for r in outcome.results)
+    margins = [e for e in events if e.stage == "margin"]
+    assert margins and all(e.strategy == "wim" for e in events)
+    assert any("total_price" in e.message for e in margins)
+    assert events[-1].stage == "answer" and events[-1].done == events[-1].total
+    assert [e.done for e in margins] == list(range(1, len(margins) + 1))
+    stats = outcome.stats
+    assert stats["segments"] == len(margins)
+    assert stats["margins_kept"] + stats["margins_dropped"] == stats["segments"]
+    assert stats["first_event_ms"] is not None and stats["first_event_ms"] > 0
+    assert outcome.accounting is not None and outcome.accounting.decoded > 0
+
+
+def test_answer_naming_no_candidate_keeps_retrieval_order(search: FunctionSearch) -> None:
+    found = search.search("multiply two numbers and add them to a running total", top=5)
+    labels = candidate_labels(found)
+    cands = [Candidate(label, f, []) for label, f in zip(labels, found)]
+    retrieval_order = [f.qualname for f in found]
+
+    label, _ = parse_answer('compute_total_price", "reason": "sums prices"}', labels)
+    assert label is None
+    run = WimRun(answer=label)
+    assert [r.qualname for r in rank_results(cands, run)] == retrieval_order
+
+    # Broken JSON that still names a real candidate moves it first, the rest stay in order.
+    last = labels[-1]
+    label, reason = parse_answer(f'{last}", "reason": "adds a pro', labels)
+    assert label == last and reason == "adds a pro"
+    ranked = [r.qualname for r in rank_results(cands, WimRun(answer=label, answer_reason=reason))]
+    assert ranked == [last] + retrieval_order[:-1]
+
+
+def test_segments_cover_candidates_in_retrieval_order() -> None:
+    assert segment_bounds(20, 2, 6) == [(0, 2), (2, 8), (8, 14), (14, 20)]
+    assert segment_bounds(3, 2, 6) == [(0, 2), (2, 3)]
+    assert segment_bounds(0, 2, 6) == []
