@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib
 import logging
 import os
 import sys
@@ -28,11 +29,14 @@ from prism_code.cancel import Cancelled
 from prism_code.parse.languages import EXTENSION_LANGUAGES, language_for_path
 from prism_code.retrieval.dense import ModelUnavailable
 from prism_code.store import default_cache_dir
+from prism_code.tasks.find_events import FindEvent
+from prism_code.tasks.find_strategies import MODEL_STRATEGIES
 from server import commands, completion_items
-from server.bridge import ClientBridge, ClientLogHandler
+from server.bridge import FIND_PROGRESS, NOTES_PROGRESS, ClientBridge, ClientLogHandler
 from server.cancellation import CancellableProtocol
 from server.completion_engine import CompletionEngine, CompletionRequest, last_code_position
 from server.model_host import ModelHost
+from server.notes_pass import NotesScheduler
 from server.locations import cursor, lsp_lines, span_range, uri_path
 from server.settings import Settings, parse_settings
 from server.workspace_state import WorkspaceState
@@ -59,6 +63,7 @@ class PrismServer(LanguageServer):
         self.states: dict[Path, WorkspaceState] = {}
         self.bridge: ClientBridge | None = None
         self.completions: CompletionEngine | None = None
+        self.notes: NotesScheduler | None = None
         self.pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="prism-request")
 
     # ---- plumbing shared by handlers -----------------------------------------------------
@@ -97,6 +102,22 @@ class PrismServer(LanguageServer):
             self.completions.configure(settings.model_path, settings.threads,
                                        settings.completion_max_lines,
                                        (settings.cache_dir or default_cache_dir()) / "kv-states")
+        if self.notes is not None:
+            self.notes.configure(settings.notes_enabled, list(self.states.values()))
+
+    def open_paths(self, state: WorkspaceState) -> list[str]:
+        """Workspace-relative paths of the documents open in the editor, most recent first."""
+        paths: list[str] = []
+        for uri in reversed(list(self.workspace.text_documents)):
+            found = self.locate(uri)
+            if found is not None and found[0] is state and found[1] not in paths:
+                paths.append(found[1])
+        return paths
+
+    def indexed(self, state: WorkspaceState) -> None:
+        """A workspace finished an update (worker thread): its notes may be missing."""
+        if self.notes is not None and self.bridge is not None:
+            self.bridge.call(self.notes.request, state)
 
     def index_busy(self) -> bool:
         return any(state.busy for state in list(self.states.values()))
@@ -144,7 +165,7 @@ class PrismServer(LanguageServer):
         if root in self.states:
             return
         assert self.bridge is not None, "workspaces open after initialize"
-        state = WorkspaceState(root, self.settings, self.bridge.progress)
+        state = WorkspaceState(root, self.settings, self.bridge.progress, self.indexed)
         self.states[root] = state
         state.start()
 
@@ -160,6 +181,8 @@ def initialize(ls: PrismServer, params: types.InitializeParams) -> None:
     bridge = ls.bridge = ClientBridge(ls, asyncio.get_running_loop())
     host = ModelHost(lambda message: bridge.show(types.MessageType.Error, message))
     ls.completions = CompletionEngine(asyncio.get_running_loop(), host, ls.index_busy)
+    ls.notes = NotesScheduler(asyncio.get_running_loop(), ls.completions,
+                              lambda title: bridge.progress(title, NOTES_PROGRESS), ls.open_paths)
     handler = ClientLogHandler(ls.bridge)
     for name in ("prism_code", "server"):
         logging.getLogger(name).addHandler(handler)
@@ -170,6 +193,9 @@ def initialize(ls: PrismServer, params: types.InitializeParams) -> None:
 @SERVER.feature(types.INITIALIZED)
 async def initialized(ls: PrismServer, params: types.InitializedParams) -> None:
     ls.open_workspaces()
+    # Hovers read notes through the memory modules, which load llama.cpp's library (~0.4 s):
+    # importing them now keeps that off the first hover.
+    ls.pool.submit(importlib.import_module, "prism_code.memory.cok")
     if ls.settings.completion_enabled and ls.completions is not None:
         # Loading takes ~0.7 s, mostly reading the file: overlapping it with indexing
         # takes it off the first completion.
@@ -197,6 +223,8 @@ async def watch_files(ls: PrismServer) -> None:
 
 @SERVER.feature(types.SHUTDOWN)
 async def shutdown(ls: PrismServer, params: None) -> None:
+    if ls.notes is not None:
+        ls.notes.close()
     if ls.completions is not None:
         await ls.completions.aclose()
     states = list(ls.states.values())
@@ -224,6 +252,8 @@ def did_change_folders(ls: PrismServer, params: types.DidChangeWorkspaceFoldersP
         path = uri_path(folder.uri)
         state = ls.states.pop(path.resolve(), None) if path else None
         if state is not None:
+            if ls.notes is not None:
+                ls.notes.forget(state)
             ls.pool.submit(state.stop)
     for folder in params.event.added:
         ls.add_workspace(uri_path(folder.uri))
@@ -238,6 +268,8 @@ def did_open(ls: PrismServer, params: types.DidOpenTextDocumentParams) -> None:
     if (located := ls.locate(uri)) is not None:
         state, path = located
         state.set_buffer(path, params.text_document.text, EDIT_DEBOUNCE_S)
+        if ls.notes is not None:
+            ls.notes.request(state, opened=path)  # its functions are noted first
     if ls.completions is not None and (document := ls.completion_document(uri)) is not None:
         # The first completion in a file should not pay for loading the model and its context.
         state, path, text = document
@@ -294,17 +326,16 @@ async def hover(ls: PrismServer, params: types.HoverParams) -> types.Hover | Non
         return None
     lines = lsp_lines(text)
     line, col = cursor(ls.workspace.position_codec, lines, params.position)
-    note = await ls.run(lambda cancelled: state.hover(path, line, col, text))
-    if note is None:
+    # A function, class or method with its memory note, or a module with its summary.
+    found = await ls.run(lambda cancelled: state.hover(path, line, col, text))
+    if found is None:
         return None
-    symbol = note.symbol
     markdown = _accepts_markdown(ls)
     return types.Hover(
         contents=types.MarkupContent(
             kind=types.MarkupKind.Markdown if markdown else types.MarkupKind.PlainText,
-            value=note.markdown()),
-        range=span_range(ls.workspace.position_codec, lines, symbol.line, symbol.start_col,
-                         symbol.end_col))
+            value=found.markdown()),
+        range=span_range(ls.workspace.position_codec, lines, *found.span))
 
 
 def _accepts_markdown(ls: PrismServer) -> bool:
@@ -348,11 +379,43 @@ async def find_function(ls: PrismServer, *arguments: Any) -> list[dict[str, Any]
         return sorted(found, key=lambda hit: -hit.function.score)[:args.top]
 
     try:
-        found = await ls.run(search)
+        if args.strategy in MODEL_STRATEGIES:
+            found = await find_with_model(ls, args, states)
+        else:
+            found = await ls.run(search)
     except ModelUnavailable as exc:
         raise JsonRpcInternalError(f"the embedding model is unavailable: {exc}") from None
     codec = ls.workspace.position_codec
     return [commands.found_json(hit, codec) for hit in found]
+
+
+async def find_with_model(ls: PrismServer, args: commands.FindArgs, states: list[WorkspaceState]) -> list:
+    """A PRISM / WiM / long-context pass on the model thread; its steps stream as $/progress."""
+    if ls.completions is None or ls.bridge is None:
+        raise JsonRpcInternalError("the model is not available before initialization")
+    bridge = ls.bridge
+    with ls.protocol.cancellable() as flag:
+        def job(session: Any) -> list:
+            if session is None:
+                raise JsonRpcInternalError(f"the {args.strategy} strategy needs the local model, "
+                                           f"which is unavailable: {ls.completions.host.error or 'not loaded'}")
+            progress = bridge.progress(f"PRISM: {args.strategy}", FIND_PROGRESS)
+            progress.begin()
+            try:
+                def on_event(event: FindEvent) -> None:
+                    progress.report(event.stage, event.message, 100 * event.done / max(event.total, 1))
+                found = [hit for state in states for hit in state.find_with_model(
+                    args.strategy, args.description, args.top, session, on_event, flag.is_set)]
+            finally:
+                progress.end("done")
+            return found[:args.top]
+
+        try:
+            return await asyncio.wrap_future(ls.completions.submit_editor(job))
+        except Cancelled as exc:
+            raise JsonRpcRequestCancelled(str(exc)) from None
+        except ValueError as exc:
+            raise JsonRpcInvalidParams(str(exc)) from None
 
 
 @SERVER.command(commands.REINDEX)
@@ -367,6 +430,9 @@ def reindex(ls: PrismServer, *arguments: Any) -> dict[str, Any]:
 def status(ls: PrismServer, *arguments: Any) -> dict[str, Any]:
     commands.no_args(commands.STATUS, arguments)
     folders = [state.status() for state in ls.states.values()]
+    if ls.notes is not None:
+        for folder, state in zip(folders, ls.states.values()):
+            folder["notes"] = ls.notes.status(state)
     states = {f["state"] for f in folders}
     busy = [s for s in ("failed", "opening", "indexing", "embedding", "paused") if s in states]
     return {
@@ -374,6 +440,8 @@ def status(ls: PrismServer, *arguments: Any) -> dict[str, Any]:
         "files": sum(f["files"] for f in folders),
         "functions": sum(f["functions"] for f in folders),
         "embeddings": {key: sum(f["embeddings"][key] for f in folders) for key in ("done", "total")},
+        "notes": {"state": commands.overall_notes_state([f["notes"].get("state") for f in folders]),
+                  **{key: sum(f["notes"][key] for f in folders) for key in ("done", "total")}},
         "cacheDir": folders[0]["cacheDir"] if folders else None,
         "modelPath": ls.settings.to_json()["modelPath"],
         **(ls.completions.status() if ls.completions is not None else {}),
@@ -385,6 +453,8 @@ def status(ls: PrismServer, *arguments: Any) -> dict[str, Any]:
 @SERVER.command(commands.PAUSE_INDEXING)
 def pause_indexing(ls: PrismServer, *arguments: Any) -> dict[str, Any]:
     commands.no_args(commands.PAUSE_INDEXING, arguments)
+    if ls.notes is not None:
+        ls.notes.pause()
     for state in ls.states.values():
         state.pause()
     return status(ls)
@@ -393,6 +463,8 @@ def pause_indexing(ls: PrismServer, *arguments: Any) -> dict[str, Any]:
 @SERVER.command(commands.RESUME_INDEXING)
 def resume_indexing(ls: PrismServer, *arguments: Any) -> dict[str, Any]:
     commands.no_args(commands.RESUME_INDEXING, arguments)
+    if ls.notes is not None:
+        ls.notes.resume()
     for state in ls.states.values():
         state.resume()
     return status(ls)

@@ -27,6 +27,11 @@ _LEVELS = (
     (logging.NOTSET, types.MessageType.Log),
 )
 
+# Token prefixes: indexing (the extension's status bar follows these) and the notes pass.
+INDEX_PROGRESS = "prism-index"
+NOTES_PROGRESS = "prism-notes"
+FIND_PROGRESS = "prism-find"
+
 _tokens = itertools.count(1)
 
 
@@ -51,8 +56,9 @@ class ClientBridge:
         """A message the user sees (window/showMessage), not only the output panel."""
         self.call(self.ls.window_show_message, types.ShowMessageParams(type=kind, message=message))
 
-    def progress(self, title: str) -> "WorkDoneProgress":
-        return WorkDoneProgress(self, title)
+    def progress(self, title: str, kind: str = INDEX_PROGRESS) -> "WorkDoneProgress":
+        """A work-done progress whose token starts with `kind`/ (clients tell them apart)."""
+        return WorkDoneProgress(self, title, kind)
 
     @property
     def supports_progress(self) -> bool:
@@ -67,10 +73,10 @@ class WorkDoneProgress:
     goes back, because clients draw it as a bar that only grows.
     """
 
-    def __init__(self, bridge: ClientBridge, title: str) -> None:
+    def __init__(self, bridge: ClientBridge, title: str, kind: str = INDEX_PROGRESS) -> None:
         self.bridge = bridge
         self.title = title
-        self.token = f"prism-index/{next(_tokens)}"
+        self.token = f"{kind}/{next(_tokens)}"
         self.percentage = -1
         self.stage = ""
         self.active = False

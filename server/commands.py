@@ -60,6 +60,14 @@ def no_args(command: str, arguments: Sequence[Any]) -> None:
         raise JsonRpcInvalidParams(f"{command} takes no arguments, got {list(arguments)!r}")
 
 
+def overall_notes_state(states: Sequence[str | None]) -> str:
+    """One notes state for several workspaces: the one most worth showing."""
+    for state in ("writing", "waiting", "failed", "paused", "no model", "off", "done"):
+        if state in states:
+            return state
+    return "done"
+
+
 def found_json(found: Found, codec: PositionCodec) -> dict[str, Any]:
     f = found.function
     return {

@@ -12,6 +12,9 @@ The KV cache holds one prompt, so warm-ups only run where a completion is about 
 asked for: while a request on a new line waits out its debounce, and for a document just
 opened once nothing else is going on. When the model has been idle a few seconds its KV
 state is saved to a state file, so a restarted server starts warm.
+
+Background work (the function-notes pass) runs on the same thread between editor jobs
+and lets go of the model as soon as an editor job is queued (`model_wanted`).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Coroutine
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -89,6 +92,10 @@ class CompletionEngine:
         self._checkpoint_timer: asyncio.TimerHandle | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._closing = False
+        # Editor jobs queued for the model thread and not started yet (see _submit).
+        self._waiting = 0
+        self._waiting_lock = threading.Lock()
+        self._last_job_end = 0.0  # monotonic end of the latest editor job on the model thread
         # Read by the model thread; replaced whole by configure().
         self._max_lines = 8
         self._state_dir: Path | None = None
@@ -124,7 +131,7 @@ class CompletionEngine:
 
     def preload(self) -> None:
         """Load the model now, so the first completion does not wait for it."""
-        self._model.submit(self._preload)
+        self._submit(self._preload)
 
     def warm_when_idle(self, request: CompletionRequest) -> None:
         """Warm up for a document just opened, unless a completion request gets there first."""
@@ -138,7 +145,7 @@ class CompletionEngine:
                 self._loop.call_later(OPEN_WARM_DELAY_S, start)
                 return
             self._opened = None
-            self._model.submit(self._warm, request,
+            self._submit(self._warm, request,
                                lambda: self._closing or self._last_request > opened)
 
         self._loop.call_later(OPEN_WARM_DELAY_S, start)
@@ -158,7 +165,49 @@ class CompletionEngine:
         self._place = place
         # The lines above the cursor are what every keystroke on this line reuses: evaluate
         # them while the debounce runs, and give up if the cursor moves on first.
-        self._model.submit(self._warm, request, lambda: self._closing or self._place != place)
+        self._submit(self._warm, request, lambda: self._closing or self._place != place)
+
+    def _submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
+        """Queue editor work on the model thread; background work yields while any waits."""
+        with self._waiting_lock:
+            self._waiting += 1
+
+        def job() -> Any:
+            with self._waiting_lock:
+                self._waiting -= 1
+            try:
+                return fn(*args)
+            finally:
+                self._last_job_end = time.monotonic()
+        return self._model.submit(job)
+
+    def submit_editor(self, fn: Callable[[LlamaSession | None], Any]) -> Future[Any]:
+        """Run `fn(session)` on the model thread as editor work: background work yields to it."""
+        return self._submit(lambda: fn(self._completer_session()))
+
+    # ---- background work on the model (the notes pass) ------------------------------------
+
+    @property
+    def last_activity(self) -> float:
+        """When the editor last used the model: its latest completion request or the end of
+        its latest job, whichever is later (monotonic; 0: never)."""
+        return max(self._last_request, self._last_job_end)
+
+    @property
+    def state_dir(self) -> Path | None:
+        return self._state_dir
+
+    def model_wanted(self) -> bool:
+        """Whether the editor needs the model now: background work must let go of it."""
+        return self._closing or self._waiting > 0
+
+    def submit_background(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
+        """Run `fn` on the model thread; it polls model_wanted() and returns when it is true."""
+        return self._model.submit(fn, *args)
+
+    def background_session(self) -> LlamaSession | None:
+        """The shared model for background work (model thread only); None while unavailable."""
+        return self._completer_session()
 
     def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
         task = self._loop.create_task(coroutine)
@@ -170,7 +219,7 @@ class CompletionEngine:
         try:
             await asyncio.sleep(self.debounce.delay)
             if not job.cancelled():
-                result = await asyncio.wrap_future(self._model.submit(self._generate, job))
+                result = await asyncio.wrap_future(self._submit(self._generate, job))
         except Exception:  # noqa: BLE001 - a failed completion is an empty one, never a crash
             log.exception("completion in %s failed", job.request.path)
         finally:
@@ -195,7 +244,7 @@ class CompletionEngine:
         if time.monotonic() - self._last_request < IDLE_CHECKPOINT_S:
             self._schedule_checkpoint()
             return
-        self._model.submit(self._checkpoint)
+        self._submit(self._checkpoint)
 
     # ---- the model thread ----------------------------------------------------------------
 
@@ -277,7 +326,7 @@ class CompletionEngine:
         if self._checkpoint_timer is not None:
             self._checkpoint_timer.cancel()
         try:
-            await asyncio.wait_for(asyncio.wrap_future(self._model.submit(self._final)),
+            await asyncio.wait_for(asyncio.wrap_future(self._submit(self._final)),
                                    SHUTDOWN_TIMEOUT_S)
         except (TimeoutError, asyncio.TimeoutError):
             log.warning("the model did not stop within %.0f s", SHUTDOWN_TIMEOUT_S)

@@ -10,6 +10,7 @@ are accepted, optionally under a `prism` section.
 from __future__ import annotations
 
 import re
+from prism_code.tasks.find_strategies import STRATEGIES
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -19,7 +20,7 @@ from prism_code.llm.models import MODELS
 from prism_code.tasks.find_function import DEFAULT_FIND_ALPHA
 
 # Strategies that exist now; prism, wim and long-context arrive with the PRISM issue.
-FIND_STRATEGIES = ("retrieval",)
+FIND_STRATEGIES = STRATEGIES
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,7 @@ class Settings:
     threads: int = 2  # CPU threads for the local LLM
     completion_enabled: bool = True
     completion_max_lines: int = 8
+    notes_enabled: bool = True  # the background PRISM function-notes pass
     fragrel_alpha: float = DEFAULT_FIND_ALPHA
     find_strategy: str = "retrieval"
     exclude: tuple[str, ...] = ()  # gitignore-style patterns left out of the index
@@ -46,6 +48,7 @@ KEYS = {
     "threads": "threads",
     "completion_enabled": "completion.enabled",
     "completion_max_lines": "completion.maxLines",
+    "notes_enabled": "notes.enabled",
     "fragrel_alpha": "fragrel.alpha",
     "find_strategy": "find.strategy",
     "exclude": "exclude",
@@ -94,8 +97,8 @@ def _flatten(raw: Any, warnings: list[str]) -> dict[str, Any]:
     def walk(prefix: str, node: Mapping) -> None:
         for key, value in node.items():
             name = f"{prefix}{key}"
-            # Only the two groups are objects; any other object is a value (and then invalid).
-            if isinstance(value, Mapping) and name in ("completion", "fragrel", "find"):
+            # Only the groups are objects; any other object is a value (and then invalid).
+            if isinstance(value, Mapping) and name in ("completion", "notes", "fragrel", "find"):
                 walk(f"{name}.", value)
             else:
                 flat[name] = value
@@ -192,6 +195,7 @@ _PARSERS = {
     "threads": _int(1, 256),
     "completion_enabled": _bool,
     "completion_max_lines": _int(1, 200),
+    "notes_enabled": _bool,
     "fragrel_alpha": _float(0.0, 10.0),
     "find_strategy": _strategy,
     "exclude": _patterns,

@@ -9,26 +9,34 @@ a debounced update; pausing cancels the running job, which leaves the index unch
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import logging
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from prism_code.cancel import Cancelled
 from prism_code.config import IndexConfig
 from prism_code.embeddings import VectorCache
 from prism_code.fragments import FUNCTION
 from prism_code.index import RepoIndex
+from prism_code.memory.notes_store import NotesStore
 from prism_code.parse import language_for_path
 from prism_code.retrieval.dense import Embedder, ModelUnavailable
 from prism_code.store import default_cache_dir
+from prism_code.tasks.find_events import FindListener
 from prism_code.tasks.find_function import FoundFunction, FunctionSearch
-from prism_code.tasks.hover import HoverNote, describe, symbol_at
+from prism_code.tasks.find_strategies import run_find
+from prism_code.tasks.hover import HoverNote, ModuleHover, hover_at
 
 from server.settings import Settings
+
+if TYPE_CHECKING:  # llama.cpp loads on the model thread, not at import
+    from prism_code.llm.runtime import LlamaSession
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +49,12 @@ _STAGES = {
     "relations (windows)": (70, 75),
     "embeddings": (75, 100),
 }
+
+# Texts per ONNX call when embedding in the server. Memory grows with the batch's
+# attention buffers, speed does not: on 256-token texts a batch of 8 grew RSS by ~290 MB,
+# 2 by ~70 MB and 1 by ~30 MB, all at the same texts per second (2 cores, busy). Texts are
+# embedded shortest first, so batching saved little padding anyway.
+EMBED_BATCH = 1
 
 # Worker states, as prism.status reports them.
 OPENING, INDEXING, EMBEDDING, IDLE, PAUSED, FAILED, STOPPED = (
@@ -77,8 +91,10 @@ class Found:
 
 class WorkspaceState:
     def __init__(self, root: Path, settings: Settings,
-                 progress: Callable[[str], ProgressSink]) -> None:
+                 progress: Callable[[str], ProgressSink],
+                 indexed: Callable[[WorkspaceState], None] | None = None) -> None:
         self.root = root
+        self._indexed = indexed  # told (on the worker thread) after each successful update
         self.settings = settings
         self._progress = progress
         self.index: RepoIndex | None = None
@@ -91,6 +107,11 @@ class WorkspaceState:
         self.state = OPENING
         self.error: str | None = None
         self.embedded = (0, 0)  # (done, total) texts with vectors
+        # (done, total) functions whose model note is for their current text; the notes
+        # pass keeps it current while it writes.
+        self.noted = (0, 0)
+        self._notes: NotesStore | None = None
+        self._notes_lock = threading.Lock()
         self._wake = threading.Condition()
         self._due: float | None = None  # monotonic time the next update should start
         self._visible = False  # whether the next update shows progress
@@ -188,12 +209,34 @@ class WorkspaceState:
             results = finder.search(query, top=top, alpha=self.settings.fragrel_alpha)
         return [Found(r, self.root, _line(index, r.path, r.end_line)) for r in results]
 
-    def hover(self, path: str, line: int, col: int, text: str | None) -> HoverNote | None:
+    def find_with_model(self, strategy: str, query: str, top: int, session: LlamaSession,
+                        on_event: FindListener, cancelled: Callable[[], bool]) -> list[Found]:
+        """A model strategy (prism, wim, long-context) over this workspace; model thread only."""
+        index, finder = self.index, self._finder
+        if index is None or finder is None:
+            return []
+        with self._search_lock:
+            with index.lock:
+                finder.corpus
+            outcome = run_find(strategy, finder, query, top=top, session=session, on_event=on_event,
+                               cancelled=cancelled)
+        return [Found(r, self.root, _line(index, r.path, r.end_line)) for r in outcome.results]
+
+    def hover(self, path: str, line: int, col: int,
+              text: str | None) -> HoverNote | ModuleHover | None:
         index = self.index
         if index is None:
             return None
-        symbol = symbol_at(index, path, line, col, text)
-        return describe(index, symbol) if symbol is not None else None
+        return hover_at(index, path, line, col, text, self.notes_store(index))
+
+    def notes_store(self, index: RepoIndex) -> NotesStore:
+        """The function notes kept with `index` (one connection, shared by every thread)."""
+        with self._notes_lock:
+            if self._notes is None or self._notes.path != index.store.path:
+                if self._notes is not None:
+                    self._notes.close()
+                self._notes = NotesStore.for_index(index)
+            return self._notes
 
     def status(self) -> dict:
         index = self.index
@@ -210,6 +253,7 @@ class WorkspaceState:
             "files": len(index.lines) if index is not None else 0,
             "functions": functions,
             "embeddings": {"done": done, "total": total},
+            "notes": {"done": self.noted[0], "total": self.noted[1]},
             "unsavedBuffers": len(self._buffers),
             "index": str(index.store.path) if index is not None else None,
             "cacheDir": str(cache),
@@ -229,6 +273,10 @@ class WorkspaceState:
             progress = self._progress(f"Indexing {self.root.name}") if visible else _Silent()
             self._work(progress, visible)
         self.state = STOPPED
+        with self._notes_lock:
+            if self._notes is not None:
+                self._notes.close()
+                self._notes = None
         if self.index is not None:
             self.index.close()
 
@@ -252,14 +300,23 @@ class WorkspaceState:
                 report("open", 0, 1)
                 self._open()
             self.state = INDEXING
-            summary = self.index.update(progress=report, cancelled=self._interrupted)
+            # Files and fragments are published first, so search and completion see an edit
+            # at once; relations follow, and a newer edit interrupts them (its update finishes them).
+            summary = self.index.update(progress=report, cancelled=self._interrupted,
+                                        relations=False)
             log.log(logging.INFO if visible else logging.DEBUG, "%s: indexed %s",
                     self.root.name, summary.line())
+            self.index.finish_relations(
+                report, cancelled=lambda: self._interrupted() or self._due is not None)
             self.state = EMBEDDING
             self._embed(report)
+            self.noted = count_notes(self.index, self.notes_store(self.index))
+            _release_memory()
             self.state = IDLE
             self.error = None
             progress.end(f"{summary.functions} functions in {summary.files} files")
+            if self._indexed is not None:
+                self._indexed(self)
         except Cancelled as exc:
             self.state = PAUSED if self._paused else STOPPED if self._stopping else IDLE
             log.info("%s: %s", self.root.name, exc)
@@ -286,7 +343,7 @@ class WorkspaceState:
         if self._embedder is None:
             try:
                 # One thread: the editor and the language server share a small machine.
-                self._embedder = Embedder(threads=1)
+                self._embedder = _LeanEmbedder(threads=1)
             except ModelUnavailable as exc:
                 log.warning("embeddings are off, search is lexical only: %s", exc)
         return self._embedder
@@ -307,6 +364,35 @@ class WorkspaceState:
 
         # New edits outrank embeddings: stop between batches and index them first.
         cache.fill(texts, progress, cancelled=lambda: self._interrupted() or self._due is not None)
+
+
+class _LeanEmbedder(Embedder):
+    """The embedder with the server's batch size (see EMBED_BATCH)."""
+
+    def embed(self, texts, batch_size: int = EMBED_BATCH, progress=None, cancelled=None):
+        return super().embed(texts, batch_size, progress, cancelled)
+
+
+def _release_memory() -> None:
+    """Give memory freed by an update back to the system: glibc keeps it otherwise, and a
+    full index frees a third of what it took (measured on torch-geometric: 235 -> 204 MB)."""
+    name = ctypes.util.find_library("c")
+    try:
+        libc = ctypes.CDLL(name) if name else None
+        if libc is not None and hasattr(libc, "malloc_trim"):
+            libc.malloc_trim(0)
+    except OSError:
+        pass
+
+
+def count_notes(index: RepoIndex, store: NotesStore) -> tuple[int, int]:
+    """(functions whose model note matches their current text, all functions)."""
+    from prism_code.memory.function_notes import function_hash
+
+    stored = store.hashes()
+    functions = index.functions()
+    done = sum(1 for f in functions if stored.get((f.path, f.qualname)) == function_hash(index, f))
+    return done, len(functions)
 
 
 def _line(index: RepoIndex, path: str, line: int) -> str:

@@ -35,8 +35,12 @@ def test_manifest_defaults_are_the_server_defaults():
         assert PROPERTIES[f"prism.{key}"]["default"] == _editor_default(default), key
 
 
-def test_manifest_strategies_are_the_server_strategies():
-    assert PROPERTIES["prism.find.strategy"]["enum"] == list(FIND_STRATEGIES)
+def test_manifest_lists_every_find_strategy_and_the_server_ones():
+    strategy = PROPERTIES["prism.find.strategy"]
+    # The four strategies of find-by-description (issue 4), each with its description.
+    assert strategy["enum"] == ["retrieval", "prism", "wim", "long-context"]
+    assert len(strategy["enumDescriptions"]) == len(strategy["enum"])
+    assert set(FIND_STRATEGIES) <= set(strategy["enum"])
 
 
 def test_extension_sends_the_server_keys():

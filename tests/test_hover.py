@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 
 from prism_code.index import RepoIndex
-from prism_code.tasks.hover import HoverNote, call_links, describe, summary, symbol_at
+from prism_code.tasks.hover import (ModuleHover, call_links, describe, hover_at, module_at,
+                                     summary, symbol_at)
 
 FIXTURE = Path(__file__).parent / "fixtures" / "multilang"
 
@@ -137,9 +138,68 @@ def test_callers_list_is_capped_but_counted(tmp_path):
     assert "callers: 7 (" in note.markdown() and "and 2 more)" in note.markdown()
 
 
-def test_the_note_field_is_rendered_when_filled(index):
+def test_a_function_without_a_model_note_shows_the_deterministic_one(index):
     note = describe(index, at(index, "pkg/util.py", "def helper", "helper"))
-    assert isinstance(note, HoverNote) and note.note == {}
-    note.note = {"purpose": "scales counts", "input": "a number"}
-    assert "**purpose**: scales counts" in note.markdown()
-    assert "**input**: a number" in note.markdown()
+    assert note.note_source == "deterministic"
+    assert note.note["purpose"] == "Scale a value and round it up."
+    assert note.note["input"] == "value, scale=DEFAULT_SCALE"
+    text = note.markdown()
+    assert "the model has not noted this version yet" in text
+    assert "**input**: value, scale=DEFAULT_SCALE" in text
+    # The docstring is the purpose already: it is not repeated above the note.
+    assert text.count("Scale a value and round it up.") == 1
+    # Classes have no function note.
+    assert describe(index, at(index, "pkg/core.py", "class Inventory", "Inventory")).note == {}
+
+
+def test_a_model_note_for_the_current_text_wins_and_a_stale_one_does_not(index):
+    from prism_code.memory.function_notes import function_hash
+    from prism_code.memory.notes_store import NotesStore
+    from prism_code.memory.schemas import FunctionNote
+
+    fragment = index.fragments["pkg/core.py#build"]
+    written = FunctionNote("Makes a one-item inventory.", "an item and a count",
+                           "the new Inventory", "Creates it and adds the scaled count.")
+    with NotesStore.for_index(index) as store:
+        store.put("pkg/core.py", "build", function_hash(index, fragment), written, "test")
+        store.put("pkg/core.py", "Inventory.size", "an-older-text", written, "test")
+        note = describe(index, at(index, "pkg/core.py", "def build(", "build"), store)
+        stale = describe(index, at(index, "pkg/core.py", "def size(", "size"), store)
+    assert note.note_source == "llm" and note.note["purpose"] == "Makes a one-item inventory."
+    text = note.markdown()
+    assert "written by the model for this version" in text
+    assert "**output**: the new Inventory" in text
+    assert "Build an inventory holding one item." in text  # the docstring still shows
+    assert stale.note_source == "deterministic"
+
+
+def test_an_import_of_a_workspace_module_shows_its_summary(index):
+    row = next(i for i, line in enumerate(index.lines["pkg/core.py"]) if "from .util import" in line)
+    hovered = hover_at(index, "pkg/core.py", row + 1, index.lines["pkg/core.py"][row].index("util") + 1)
+    assert isinstance(hovered, ModuleHover)
+    assert (hovered.path, hovered.source) == ("pkg/util.py", "deterministic")
+    assert hovered.summary["purpose"] == "Small helpers shared by the inventory code."
+    assert hovered.summary["key_functions"]["helper"] == "Scale a value and round it up."
+    assert "module `pkg/util.py`" in hovered.markdown() and "no model summary yet" in hovered.markdown()
+    # An import of a module outside the workspace has nothing to show.
+    assert at(index, "pkg/core.py", "import logging", "logging") is None
+    assert module_at(index, "pkg/core.py", 5, 9) is None
+
+
+def test_the_first_line_shows_the_files_own_summary_and_a_cok_one_when_current(index):
+    from prism_code.workspace import content_hash
+
+    own = hover_at(index, "pkg/core.py", 1, 0)
+    assert isinstance(own, ModuleHover) and own.path == "pkg/core.py"
+    assert own.summary["purpose"] == "Core inventory model."
+    assert own.summary["depends_on"] == ["pkg/util.py"]
+    from prism_code.memory.notes_store import NotesStore
+
+    made = {"purpose": "The inventory model and its builder.", "key_functions": {"build": "makes one"},
+            "depends_on": ["pkg/util.py"]}
+    text_hash = content_hash("\n".join(index.lines["pkg/core.py"]).encode("utf-8"))
+    with NotesStore.for_index(index) as store:
+        store.put_summary("pkg/core.py", text_hash, made, "test")
+        cok = hover_at(index, "pkg/core.py", 1, 0, store=store)
+    assert cok.source == "llm" and cok.summary == made
+    assert "Chain-of-Key summary" in cok.markdown() and "- `build`: makes one" in cok.markdown()

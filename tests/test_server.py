@@ -42,8 +42,9 @@ async def client(workspace: Path):
         capabilities=client_capabilities("visual-studio-code"),
         root_uri=workspace.as_uri(),
         workspace_folders=[types.WorkspaceFolder(uri=workspace.as_uri(), name=workspace.name)],
+        # Notes off: the hovers below show the deterministic notes, never a model's.
         initialization_options={"cacheDir": str(cache), "find": {"strategy": "retrieval"},
-                                "threads": "lots"},
+                                "threads": "lots", "notes": {"enabled": False}},
     ))
     await wait_for_indexing(lsp_client)
     yield lsp_client
@@ -111,6 +112,7 @@ async def test_status_reports_counts(client: LanguageClient, workspace: Path):
     assert status["files"] == 20 and status["functions"] == 47
     assert status["embeddings"]["total"] > 0
     assert status["embeddings"]["done"] == status["embeddings"]["total"]
+    assert status["notes"] == {"state": "off", "done": 0, "total": 47}
     assert status["cacheDir"] == str(workspace.parent / "cache")
     assert status["workspaces"][0]["index"].startswith(str(workspace.parent / "cache"))
     assert status["modelPath"] is None
@@ -163,6 +165,31 @@ async def test_hover_at_a_definition(client: LanguageClient, workspace: Path):
     outside = workspace.parent / "outside.py"
     outside.write_text("def lonely():\n    return lonely()\n")
     assert await hover(client, open_file(client, outside), types.Position(line=0, character=5)) is None
+
+
+async def test_hover_shows_the_deterministic_note_of_a_function_the_model_has_not_noted(
+        client: LanguageClient, workspace: Path):
+    util = workspace / "pkg" / "util.py"
+    result = await hover(client, open_file(client, util), position_of(util, "def helper", "helper"))
+    text = result.contents.value
+    assert "the model has not noted this version yet" in text
+    assert "**purpose**: Scale a value and round it up." in text
+    assert "**input**: value, scale=DEFAULT_SCALE" in text
+    assert "callers: 3" in text and "defined in `pkg/util.py:9`" in text
+
+
+async def test_hover_on_an_import_shows_the_module_summary(client: LanguageClient,
+                                                           workspace: Path):
+    core = workspace / "pkg" / "core.py"
+    uri = open_file(client, core)
+    result = await hover(client, uri, position_of(core, "from .util import", "util"))
+    text = result.contents.value
+    assert text.startswith("module `pkg/util.py`") and "no model summary yet" in text
+    assert "Small helpers shared by the inventory code." in text
+    assert "- `helper`: Scale a value and round it up." in text
+    first = await hover(client, uri, types.Position(line=0, character=2))
+    assert first.contents.value.startswith("module `pkg/core.py`")
+    assert "**depends on**: `pkg/util.py`" in first.contents.value
 
 
 async def test_hover_positions_are_utf16_and_lines_split_at_newlines(client: LanguageClient,
@@ -233,7 +260,7 @@ async def poll_find(client: LanguageClient, description: str, done, timeout: flo
     (["parse a file"], "of type str"),
     ([{"description": "x", "top": 0}], '"top" must be an integer'),
     ([{"description": "x", "top": "3"}], '"top" must be an integer'),
-    ([{"description": "x", "strategy": "wim"}], "available: retrieval"),
+    ([{"description": "x", "strategy": "guess"}], "available: retrieval, prism, wim, long-context"),
     ([{"description": "x", "limit": 3}], "unknown field(s): limit"),
 ])
 async def test_malformed_find_requests_get_clear_errors(client: LanguageClient, arguments, message):
@@ -327,3 +354,122 @@ async def test_pause_resume_and_configuration_changes(client: LanguageClient):
         await asyncio.sleep(0.2)
     assert status["settings"]["exclude"] == ["c/"] and status["files"] == 18
     assert all(hit["name"] != "mean" for hit in await find(client, "arithmetic mean of n values"))
+
+
+# ---- function notes written by the real model ------------------------------------------------
+
+UNITS = '''def celsius_to_fahrenheit(celsius):
+    """Convert a temperature from Celsius to Fahrenheit."""
+    return celsius * 9 / 5 + 32
+
+
+def average(values):
+    total = 0
+    for value in values:
+        total += value
+    return total / len(values)
+'''
+
+
+def units_workspace(parent: Path) -> Path:
+    root = parent / "units"
+    (root / "tools").mkdir(parents=True)
+    (root / "tools" / "units.py").write_text(UNITS)
+    return root
+
+
+async def start_server(root: Path, cache: Path, **options) -> LanguageClient:
+    config = ClientServerConfig(
+        server_command=[sys.executable, "-m", "server"],
+        server_env={**os.environ, "PYTHONPATH": str(REPO),
+                    "PRISM_CODE_CACHE_DIR": str(root.parent / "default-cache")})
+    lsp_client = await config.start()
+    await lsp_client.initialize_session(types.InitializeParams(
+        capabilities=client_capabilities("visual-studio-code"), root_uri=root.as_uri(),
+        workspace_folders=[types.WorkspaceFolder(uri=root.as_uri(), name=root.name)],
+        initialization_options={"cacheDir": str(cache), "completion": {"enabled": False},
+                                **options}))
+    await wait_for_indexing(lsp_client)
+    return lsp_client
+
+
+async def stop_server(lsp_client: LanguageClient) -> None:
+    await lsp_client.shutdown_session()
+    await lsp_client.stop()
+
+
+@pytest.mark.model
+async def test_hover_shows_the_models_note_from_a_real_notes_run(tmp_path: Path, model_session):
+    from prism_code.index import RepoIndex
+    from prism_code.memory.function_notes import run_notes
+    from prism_code.memory.notes_store import NotesStore
+
+    root, cache = units_workspace(tmp_path), tmp_path / "cache"
+    index = RepoIndex(root, cache_dir=cache)
+    index.update()
+    run = run_notes(model_session, index)
+    with NotesStore.for_index(index) as store:
+        written = store.get("tools/units.py", "average").note
+    index.close()
+    assert run.noted == 2 and written.purpose
+
+    lsp_client = await start_server(root, cache, notes={"enabled": False})
+    try:
+        units = root / "tools" / "units.py"
+        result = await hover(lsp_client, open_file(lsp_client, units),
+                             position_of(units, "def average", "average"))
+        text = result.contents.value
+        assert "written by the model for this version of the function" in text
+        assert f"**purpose**: {written.purpose}" in text
+        assert f"**procedure**: {written.procedure}" in text
+        status = await command(lsp_client, "prism.status")
+        assert status["notes"] == {"state": "off", "done": 2, "total": 2}
+    finally:
+        await stop_server(lsp_client)
+
+
+@pytest.mark.model
+async def test_the_server_writes_notes_in_the_background_and_reports_them(tmp_path: Path):
+    root = units_workspace(tmp_path)
+    lsp_client = await start_server(root, tmp_path / "cache")
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            status = await command(lsp_client, "prism.status")
+            if status["notes"]["state"] == "done" or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.5)
+        assert status["notes"] == {"state": "done", "done": 2, "total": 2}
+        tokens = [t for t in lsp_client.progress_reports if str(t).startswith("prism-notes/")]
+        assert len(tokens) == 1
+        values = lsp_client.progress_reports[tokens[0]]
+        assert values[0].title == "Writing function notes (units)"
+        assert values[-1].message == "2 of 2 functions noted"
+        units = root / "tools" / "units.py"
+        result = await hover(lsp_client, open_file(lsp_client, units),
+                             position_of(units, "def average", "average"))
+        assert "written by the model for this version of the function" in result.contents.value
+    finally:
+        await stop_server(lsp_client)
+
+
+@pytest.mark.model
+async def test_find_with_the_prism_strategy_streams_its_steps_as_progress(tmp_path: Path):
+    root = units_workspace(tmp_path)
+    lsp_client = await start_server(root, tmp_path / "cache", notes={"enabled": False})
+    try:
+        found = await command(lsp_client, "prism.findFunction",
+                              {"description": "add up a list of numbers and divide by how many there are",
+                               "top": 2, "strategy": "prism"})
+        assert {item["qualname"] for item in found} == {"average", "celsius_to_fahrenheit"}
+        assert all(item["reason"] for item in found)
+        tokens = [t for t in lsp_client.progress_reports if str(t).startswith("prism-find/")]
+        assert len(tokens) == 1
+        values = lsp_client.progress_reports[tokens[0]]
+        assert values[0].title == "PRISM: prism"
+        assert any(isinstance(v, types.WorkDoneProgressReport) for v in values)
+        assert isinstance(values[-1], types.WorkDoneProgressEnd)
+        with pytest.raises(Exception, match="unknown strategy"):
+            await command(lsp_client, "prism.findFunction", {"description": "x", "strategy": "guess"})
+    finally:
+        await stop_server(lsp_client)

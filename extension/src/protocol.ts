@@ -42,6 +42,15 @@ export interface Embeddings {
   total: number;
 }
 
+export type NotesState = 'off' | 'waiting' | 'writing' | 'done' | 'paused' | 'no model' | 'failed';
+
+// Functions whose model-written note is for their current text (server/notes_pass.py).
+export interface Notes {
+  state?: NotesState;
+  done: number;
+  total: number;
+}
+
 export interface FolderStatus {
   root: string;
   state: IndexState;
@@ -49,6 +58,7 @@ export interface FolderStatus {
   files: number;
   functions: number;
   embeddings: Embeddings;
+  notes?: Notes;
   unsavedBuffers: number;
   index: string | null;
   cacheDir: string;
@@ -59,6 +69,7 @@ export interface ServerStatus {
   files: number;
   functions: number;
   embeddings: Embeddings;
+  notes?: Notes;
   cacheDir: string | null;
   modelPath: string | null;
   settings: Record<string, unknown>;

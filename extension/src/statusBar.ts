@@ -91,7 +91,8 @@ export class IndexStatusBar implements vscode.Disposable {
   }
 
   private busy(): boolean {
-    return this.progress.size > 0 || (this.status !== undefined && BUSY_STATES.has(this.status.state));
+    return this.progress.size > 0 || (this.status !== undefined
+      && (BUSY_STATES.has(this.status.state) || this.status.notes?.state === 'writing'));
   }
 
   private render(): void {
@@ -118,8 +119,10 @@ export class IndexStatusBar implements vscode.Disposable {
         ? { text: '$(warning) PRISM', tooltip: `PRISM: prism.status failed: ${this.statusError}` }
         : { text: '$(loading~spin) PRISM', tooltip: 'PRISM: asking the server for its status' };
     }
+    const notes = status.notes;
     const summary = `${status.functions} functions in ${status.files} files; `
-      + `embeddings ${status.embeddings.done}/${status.embeddings.total}`;
+      + `embeddings ${status.embeddings.done}/${status.embeddings.total}`
+      + (notes ? `; function notes ${notes.done}/${notes.total}` : '');
     switch (status.state) {
       case 'opening':
       case 'indexing':
@@ -138,6 +141,13 @@ export class IndexStatusBar implements vscode.Disposable {
       case 'no workspace':
         return { text: '$(circle-slash) PRISM', tooltip: 'PRISM: no folder to index' };
       default:
+        if (notes && notes.done < notes.total && (notes.state === 'writing' || notes.state === 'waiting')) {
+          const why = notes.state === 'waiting' ? ' when completions and indexing leave it free' : '';
+          return {
+            text: `$(sync~spin) PRISM: notes ${notes.done}/${notes.total}`,
+            tooltip: `PRISM: the local model is writing function notes${why}; ${summary}`,
+          };
+        }
         return { text: `$(check) PRISM: ${status.functions} functions`, tooltip: `PRISM: ${summary}` };
     }
   }

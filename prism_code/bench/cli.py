@@ -11,8 +11,17 @@ from prism_code.bench.report import command_line, write_section
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="bench", required=True)
     p = sub.add_parser("repoqa", help="RepoQA Python needles (8 repositories from PyPI)")
-    p.add_argument("--strategy", choices=["retrieval"], default="retrieval")
+    p.add_argument("--strategy", choices=["retrieval", "prism", "wim", "long-context"], default="retrieval")
     p.add_argument("--repos", nargs="*", help="only these repositories (owner/name)")
+    p.add_argument("--model", default="qwen2.5-coder-0.5b", help="model strategies: a registry name or GGUF path")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--limit", type=int, help="model strategies: only this many needles (round-robin over repos)")
+    p.add_argument("--view", choices=["notes", "bodies"], help="prism: how candidates are shown")
+    p.add_argument("--ablation", type=int, default=0, metavar="N",
+                   help="prism: also run the four encodings (Table 3) on the first N needles")
+    p.add_argument("--token-budget", type=int, help="long-context: code tokens in the prompt at most")
+    p.add_argument("--view-tokens", action="store_true",
+                   help="prism: only count the candidate prompt tokens of each view (no model calls)")
     p.add_argument("--cache-dir", type=Path, help="where haystacks and their indexes live")
     p.add_argument("--write", type=Path, metavar="MARKDOWN", help="update this results file")
     p = sub.add_parser("repoeval", help="RepoEval-style line/API completion (6 projects from PyPI)")
@@ -21,6 +30,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="line-level and API-level tasks per project (each)")
     p.add_argument("--modes", nargs="*", help="subset of the modes (default: all)")
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--write", type=Path, metavar="MARKDOWN", help="update this results file")
+    p = sub.add_parser("notes", help="function notes written by the local model per minute")
+    p.add_argument("path", type=Path, nargs="?",
+                   help="repository (default: marshmallow 3.21.1 from PyPI, the RepoQA haystack)")
+    p.add_argument("--model", default="qwen2.5-coder-0.5b")
+    p.add_argument("--limit", type=int, default=40, help="notes to write for the steady rate")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--write", type=Path, metavar="MARKDOWN", help="update this results file")
+    p = sub.add_parser("server", help="language server: requests blocked while it indexes, RSS")
+    p.add_argument("path", type=Path, nargs="?",
+                   help="repository to index (default: torch-geometric 2.5.1 from PyPI, ~93k lines)")
+    p.add_argument("--notes-file", type=Path, metavar="FILE",
+                   help="then turn notes on, open this file (relative to PATH) and time its notes")
     p.add_argument("--write", type=Path, metavar="MARKDOWN", help="update this results file")
     p = sub.add_parser("index", help="indexing speed on a repository")
     p.add_argument("path", type=Path, nargs="?",
@@ -40,6 +62,8 @@ def run(args: argparse.Namespace) -> int:
         if args.repos:
             haystacks = [h for h in haystacks if h.repo in args.repos]
         index_cache = (args.cache_dir or repoqa_data.default_cache_dir()) / "indexes"
+        if args.strategy != "retrieval":
+            return _repoqa_strategy(args, haystacks, index_cache, command)
         result = repoqa_retrieval.run(haystacks, index_cache, Embedder())
         body = repoqa_retrieval.markdown(result, command)
         section = "repoqa-retrieval"
@@ -59,6 +83,21 @@ def run(args: argparse.Namespace) -> int:
         if args.write:
             png = repoeval.chart(result, args.write.parent / "images" / f"repoeval-{args.model}.png")
             body += f"\n\n![RepoEval {args.model}](images/{png.name})"
+    elif args.bench == "notes":
+        from prism_code.bench import notes_speed, repoqa_data
+
+        path = args.path or next(h.root for h in repoqa_data.load_haystacks()
+                                 if h.package == "marshmallow")
+        result = notes_speed.run(path, model=args.model, limit=args.limit, threads=args.threads)
+        body = notes_speed.markdown(result, command)
+        section = f"notes-{args.model}"
+    elif args.bench == "server":
+        from prism_code.bench import corpora, server_latency
+
+        result = server_latency.run(args.path or corpora.materialise_corpus(),
+                                    notes_file=args.notes_file)
+        body = server_latency.markdown(result, command)
+        section = "server-latency"
     else:
         from prism_code.bench import corpora, index_speed
 
@@ -69,4 +108,40 @@ def run(args: argparse.Namespace) -> int:
     print(body)
     if args.write:
         write_section(args.write, section, body)
+    return 0
+
+
+def _repoqa_strategy(args: argparse.Namespace, haystacks, index_cache: Path, command: str) -> int:
+    from prism_code.bench import repoqa_strategies
+
+    if args.view_tokens:
+        body = f"Command: `{command}`\n\n" + repoqa_strategies.view_tokens(haystacks, index_cache, args.model,
+                                                                          args.limit)
+        print(body)
+        if args.write:
+            write_section(args.write, "repoqa-prism-view-tokens", body)
+        return 0
+    if args.strategy == "wim":
+        from prism_code.bench import repoqa_wim
+
+        wim = repoqa_wim.run_wim_bench(haystacks, index_cache, limit=args.limit or 20, model=args.model,
+                                       threads=args.threads)
+        body = repoqa_wim.markdown(wim, command)
+        print(body)
+        if args.write:
+            write_section(args.write, f"repoqa-wim-{args.model}", body)
+        return 0
+    options = {}
+    if args.strategy == "prism" and args.view:
+        options["view"] = args.view
+    if args.strategy == "long-context" and args.token_budget:
+        options["token_budget"] = args.token_budget
+    result = repoqa_strategies.run(haystacks, index_cache, args.strategy, args.model, limit=args.limit,
+                                   threads=args.threads, ablation=args.ablation, **options)
+    body = repoqa_strategies.markdown(result, command)
+    print(body)
+    if args.write:
+        suffix = (f"-{args.view}" if args.strategy == "prism" and args.view else "") + (
+            "-ablation" if args.ablation else "")
+        write_section(args.write, f"repoqa-{args.strategy}-{args.model}{suffix}", body)
     return 0

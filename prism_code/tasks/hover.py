@@ -3,15 +3,21 @@
 The cursor is read against the text the user sees (an editor buffer may be ahead of the
 index), parsed with tree-sitter; callers and callees come from the code graph's call
 edges. A definition is recognised where it is defined and at any call site the graph
-resolves. The PRISM function notes (purpose, input, output, procedure) fill
-`HoverNote.note` once the memory exists; until then the note is what the parse and the
-graph say.
+resolves. A function's hover carries its PRISM memory note (purpose, input, output,
+procedure): the model's note when one was written for the function's current text, else
+the deterministic note made from the parse and the graph, and it says which. An import
+of a workspace module, or the first line of a file, shows the module's Chain-of-Key
+summary once one exists, else a summary made without the model.
+
+The memory modules are imported where they are used: they import the LLM runtime, which
+loads llama.cpp, and a process that only hovers should not pay for that at start-up.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import tree_sitter
 from tree_sitter import Node
@@ -24,6 +30,9 @@ from prism_code.parse.extract import extract
 from prism_code.parse.languages import parser
 from prism_code.parse.model import Definition, ParsedFile
 from prism_code.parse.specs import language_query
+
+if TYPE_CHECKING:
+    from prism_code.memory.notes_store import NotesStore
 
 # Hover lists this many callers and callees by name; the counts are always complete.
 SHOWN_LINKS = 5
@@ -61,20 +70,75 @@ class HoverNote:
     summary: str  # first paragraph of the docstring or leading comment
     callers: list[str]  # every caller, as "qualname (path:line)", sorted
     callees: list[str]
-    # The PRISM memory notes by field (purpose, input, output, procedure), when they exist.
+    # The PRISM memory note by field (purpose, input, output, procedure), when there is one.
     note: dict[str, str] = field(default_factory=dict)
+    note_source: str = ""  # "llm" | "deterministic"; "" without a note
+
+    @property
+    def span(self) -> tuple[int, int, int]:
+        """(1-based line, 0-based start and end character) of the hovered name."""
+        return self.symbol.line, self.symbol.start_col, self.symbol.end_col
 
     def markdown(self) -> str:
         s = self.symbol
         fence = _fence_language(s.path)
         parts = [f"```{fence}\n{s.signature}\n```"]
-        if self.summary:
+        # A deterministic purpose is the docstring's first sentence: no need to say it twice.
+        if self.summary and not (self.note.get("purpose") and
+                                 self.summary.startswith(self.note["purpose"].rstrip(". "))):
             parts.append(self.summary)
+        if self.note:
+            parts.append(_NOTE_HEADINGS.get(self.note_source, "*Memory note*"))
         parts += [f"**{key}**: {value}" for key, value in self.note.items() if value]
         parts.append(f"{s.kind} `{s.qualname}`, defined in `{s.path}:{s.start_line}`")
         parts.append(_link_list("callers", self.callers))
         parts.append(_link_list("callees", self.callees))
         return "\n\n".join(parts)
+
+
+_NOTE_HEADINGS = {
+    "llm": "*Memory note (written by the model for this version of the function)*",
+    "deterministic": "*Memory note (from the signature, docstring and call graph; the model "
+                     "has not noted this version yet)*",
+}
+
+
+@dataclass(frozen=True)
+class ModuleHover:
+    """A module's summary (ModuleSummary as JSON: purpose, key_functions, depends_on)."""
+
+    path: str  # workspace-relative file of the module
+    summary: dict
+    source: str  # "llm" (a Chain-of-Key summary) | "deterministic"
+    span: tuple[int, int, int]  # (1-based line, 0-based start and end character) hovered
+
+    def markdown(self) -> str:
+        how = ("Chain-of-Key summary" if self.source == "llm"
+               else "summary from the docstring, imports and notes; no model summary yet")
+        parts = [f"module `{self.path}` *({how})*"]
+        if self.summary.get("purpose"):
+            parts.append(str(self.summary["purpose"]))
+        functions = self.summary.get("key_functions") or {}
+        if functions:
+            parts.append("**key functions**:\n" + "\n".join(
+                f"- `{name}`: {role}" if role else f"- `{name}`" for name, role in functions.items()))
+        depends = self.summary.get("depends_on") or []
+        if depends:
+            parts.append("**depends on**: " + ", ".join(f"`{d}`" for d in depends))
+        return "\n\n".join(parts)
+
+
+def hover_at(index: RepoIndex, path: str, line: int, col: int, text: str | None = None,
+             store: NotesStore | None = None) -> HoverNote | ModuleHover | None:
+    """What a hover at (1-based `line`, 0-based character `col`) shows: a function, class or
+    method with its memory note, else the module an import names (or, on line 1, this file).
+
+    `store` is the workspace's notes (NotesStore); None opens the index's own for the call.
+    """
+    symbol = symbol_at(index, path, line, col, text)
+    if symbol is not None:
+        return describe(index, symbol, store)
+    return module_at(index, path, line, col, text, store)
 
 
 def symbol_at(index: RepoIndex, path: str, line: int, col: int,
@@ -118,13 +182,66 @@ def symbol_at(index: RepoIndex, path: str, line: int, col: int,
     return _symbol(data["path"], definition, "call", span)
 
 
-def describe(index: RepoIndex, symbol: SymbolInfo) -> HoverNote:
-    """The hover note: docstring summary and the graph's callers and callees."""
+def describe(index: RepoIndex, symbol: SymbolInfo, store: NotesStore | None = None) -> HoverNote:
+    """The hover note: docstring summary, memory note, and the graph's callers and callees."""
     with index.lock:
         callers, callees = call_links(index.graph, symbol.node)
         callers_text = sorted(_describe_node(index.graph, n) for n in callers)
         callees_text = sorted(_describe_node(index.graph, n) for n in callees)
-    return HoverNote(symbol, summary(symbol.doc), callers_text, callees_text)
+    note = HoverNote(symbol, summary(symbol.doc), callers_text, callees_text)
+    if symbol.kind in ("function", "method"):
+        from dataclasses import asdict
+
+        from prism_code.memory.function_notes import notes_for
+
+        # A function only in an unsaved buffer is not indexed yet: it has no note.
+        lookup = notes_for(index, symbol.path, symbol.qualname, store)
+        if lookup is not None:
+            note.note, note.note_source = asdict(lookup.note), lookup.source
+    return note
+
+
+def module_at(index: RepoIndex, path: str, line: int, col: int, text: str | None = None,
+              store: NotesStore | None = None) -> ModuleHover | None:
+    """The module summary a hover shows: of the workspace module an import at the cursor
+    names, or of this file when the cursor is on its first line; None otherwise."""
+    language = language_for_path(path)
+    if language is None:
+        return None
+    if text is None:
+        text = "\n".join(index.lines.get(path, []))
+    lines = text.replace("\r\n", "\n").split("\n")
+    if not 1 <= line <= len(lines) or col < 0:
+        return None
+    source = "\n".join(lines).encode("utf-8")
+    tree = parser(language).parse(source)
+    ident = _identifier_at(tree, lines, line, col)
+    span = _span(lines, ident) if ident is not None else (line, 0, len(lines[line - 1]))
+    target = _imported_module(index, extract(path, language, source, tree), ident, line)
+    if target is None and line == 1 and path in index.lines:
+        target = path
+    if target is None:
+        return None
+    from prism_code.memory.cok import module_summary
+
+    lookup = module_summary(index, target, store)
+    return ModuleHover(target, lookup.summary, lookup.source, span)
+
+
+def _imported_module(index: RepoIndex, pf: ParsedFile, ident: Node | None, line: int) -> str | None:
+    """The workspace file an import on this line refers to, when the cursor is on it."""
+    if ident is None:
+        return None
+    imports = [imp for imp in pf.imports if imp.line == line]
+    if not imports:
+        return None
+    with index.lock:
+        resolver = index.graph.resolver
+        for imp in imports:
+            targets = resolver.resolve(imp, pf.path, pf.language)
+            if targets:
+                return targets[0]
+    return None
 
 
 def summary(doc: str) -> str:
