@@ -149,26 +149,17 @@ def symbol_at(index: RepoIndex, path: str, line: int, col: int,
     indexed text is used. None when the language is unsupported, the cursor is not on a
     name, or the name is neither a definition nor a call the graph resolves.
     """
-    language = language_for_path(path)
-    if language is None:
+    buffer = _parsed_buffer(index, path, line, col, text)
+    if buffer is None or buffer.ident is None:
         return None
-    if text is None:
-        text = "\n".join(index.lines.get(path, []))
-    lines = text.replace("\r\n", "\n").split("\n")
-    if not 1 <= line <= len(lines) or col < 0:
-        return None
-    source = "\n".join(lines).encode("utf-8")
-    tree = parser(language).parse(source)
-    ident = _identifier_at(tree, lines, line, col)
-    if ident is None:
-        return None
-    pf = extract(path, language, source, tree)
+    ident, source = buffer.ident, buffer.source
+    pf = extract(path, buffer.language, source, buffer.tree)
     name = ident.text.decode("utf-8", "replace")
-    span = _span(lines, ident)
+    span = _span(buffer.lines, ident)
     own = _defined_here(pf, source, ident, name)
     if own is not None:
         return _symbol(path, own, "definition", span)
-    callee = _called_name(tree, language, source, ident, name)
+    callee = _called_name(buffer.tree, buffer.language, source, ident, name)
     if callee is None:
         return None
     with index.lock:
@@ -205,19 +196,12 @@ def module_at(index: RepoIndex, path: str, line: int, col: int, text: str | None
               store: NotesStore | None = None) -> ModuleHover | None:
     """The module summary a hover shows: of the workspace module an import at the cursor
     names, or of this file when the cursor is on its first line; None otherwise."""
-    language = language_for_path(path)
-    if language is None:
+    buffer = _parsed_buffer(index, path, line, col, text)
+    if buffer is None:
         return None
-    if text is None:
-        text = "\n".join(index.lines.get(path, []))
-    lines = text.replace("\r\n", "\n").split("\n")
-    if not 1 <= line <= len(lines) or col < 0:
-        return None
-    source = "\n".join(lines).encode("utf-8")
-    tree = parser(language).parse(source)
-    ident = _identifier_at(tree, lines, line, col)
+    ident, lines = buffer.ident, buffer.lines
     span = _span(lines, ident) if ident is not None else (line, 0, len(lines[line - 1]))
-    target = _imported_module(index, extract(path, language, source, tree), ident, line)
+    target = _imported_module(index, extract(path, buffer.language, buffer.source, buffer.tree), ident, line)
     if target is None and line == 1 and path in index.lines:
         target = path
     if target is None:
@@ -270,6 +254,31 @@ def call_links(graph: CodeGraph, node: str) -> tuple[set[str], set[str]]:
 
 
 # ---- the cursor ---------------------------------------------------------------------------
+
+
+@dataclass
+class _Buffer:
+    language: str
+    lines: list[str]
+    source: bytes
+    tree: tree_sitter.Tree
+    ident: Node | None  # the identifier under the cursor
+
+
+def _parsed_buffer(index: RepoIndex, path: str, line: int, col: int, text: str | None) -> _Buffer | None:
+    """The file as the editor holds it (else as indexed), parsed; None for an unsupported
+    language or a position outside the text."""
+    language = language_for_path(path)
+    if language is None:
+        return None
+    if text is None:
+        text = "\n".join(index.lines.get(path, []))
+    lines = text.replace("\r\n", "\n").split("\n")
+    if not 1 <= line <= len(lines) or col < 0:
+        return None
+    source = "\n".join(lines).encode("utf-8")
+    tree = parser(language).parse(source)
+    return _Buffer(language, lines, source, tree, _identifier_at(tree, lines, line, col))
 
 
 def _identifier_at(tree: tree_sitter.Tree, lines: list[str], line: int, col: int) -> Node | None:
