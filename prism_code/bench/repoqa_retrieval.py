@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,15 +41,25 @@ def rank_of(scores: np.ndarray, target: int) -> int:
     return int(np.sum(scores > scores[target])) + 1
 
 
+@contextmanager
+def haystack_search(haystack: Haystack, cache_dir: Path, embedder: Embedder) -> Iterator[FunctionSearch]:
+    """Search over the haystack's index, brought up to date with every vector computed."""
+    index = RepoIndex(haystack.root, cache_dir=cache_dir)
+    try:
+        index.update()
+        search = FunctionSearch(index, embedder)
+        corpus = search.corpus
+        VectorCache(index.store, embedder).fill(corpus.code + corpus.cards)
+        yield search
+    finally:
+        index.close()
+
+
 def run(haystacks: list[Haystack], cache_dir: Path, embedder: Embedder) -> RepoQAResult:
     result = RepoQAResult(ranks={label: [] for label, _, _ in SCORERS})
     for haystack in haystacks:
-        index = RepoIndex(haystack.root, cache_dir=cache_dir)
-        try:
-            index.update()
-            search = FunctionSearch(index, embedder)
+        with haystack_search(haystack, cache_dir, embedder) as search:
             corpus = search.corpus
-            VectorCache(index.store, embedder).fill(corpus.code + corpus.cards)
             where = {(f.path, f.start_line): i for i, f in enumerate(corpus.fragments)}
             hits = 0
             for needle in haystack.needles:
@@ -67,8 +79,6 @@ def run(haystacks: list[Haystack], cache_dir: Path, embedder: Embedder) -> RepoQ
                 elif result.ranks["fused"][-1] == 1:
                     hits += 1
             result.per_repo_top1[haystack.repo] = hits / max(len(haystack.needles), 1)
-        finally:
-            index.close()
     return result
 
 

@@ -21,8 +21,8 @@ from itertools import zip_longest
 from pathlib import Path
 
 from prism_code.bench.repoqa_data import Haystack, Needle
+from prism_code.bench.repoqa_retrieval import haystack_search
 from prism_code.bench.report import table
-from prism_code.embeddings import VectorCache
 from prism_code.index import RepoIndex
 from prism_code.llm.runtime import LlamaSession
 from prism_code.memory.accounting import Accounting
@@ -105,12 +105,7 @@ def _run_haystacks(session: LlamaSession, haystacks: list[Haystack], chosen: lis
         needles = [n for h, n in chosen if h is haystack]
         if not needles:
             continue
-        index = RepoIndex(haystack.root, cache_dir=cache_dir)
-        try:
-            index.update()
-            search = FunctionSearch(index, embedder)
-            corpus = search.corpus
-            VectorCache(index.store, embedder).fill(corpus.code + corpus.cards)
+        with haystack_search(haystack, cache_dir, embedder) as search:
             for needle in needles:
                 out.runs.append(_one(session, search, needle, strategy, options, out.accounting))
                 print(f"{len(out.runs)}/{len(chosen)} {needle.repo}:{needle.name} "
@@ -126,8 +121,6 @@ def _run_haystacks(session: LlamaSession, haystacks: list[Haystack], chosen: lis
                         correct, total = out.variants.get(label, (0, Accounting()))
                         total.add(cost)
                         out.variants[label] = (correct + run_.correct, total)
-        finally:
-            index.close()
 
 
 def _one(session: LlamaSession, search: FunctionSearch, needle: Needle, strategy: str, options: dict,

@@ -15,10 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from prism_code.bench.repoqa_data import Haystack, Needle
-from prism_code.embeddings import VectorCache
-from prism_code.index import RepoIndex
+from prism_code.bench.repoqa_retrieval import haystack_search
 from prism_code.retrieval.dense import Embedder
-from prism_code.tasks.find_function import FunctionSearch
 
 if TYPE_CHECKING:
     from prism_code.tasks.find_wim import WimSettings
@@ -110,12 +108,7 @@ def run_wim_bench(haystacks: list[Haystack], index_cache: Path, limit: int = 20,
             needles = [n for h, n in picked if h is haystack]
             if not needles:
                 continue
-            index = RepoIndex(haystack.root, cache_dir=index_cache)
-            try:
-                index.update()
-                search = FunctionSearch(index, embedder)
-                corpus = search.corpus
-                VectorCache(index.store, embedder).fill(corpus.code + corpus.cards)
+            with haystack_search(haystack, index_cache, embedder) as search:
                 search.search("warm up", top=1)  # load vectors outside the timed queries
                 for needle in needles:
                     started = time.perf_counter()
@@ -134,8 +127,6 @@ def run_wim_bench(haystacks: list[Haystack], index_cache: Path, limit: int = 20,
                     log.info("%s: rank %s (retrieval %s) %.1fs first %.1fs kept %d early %s", needle.instance_id,
                              item.found_rank, item.retrieval_rank, ms / 1000, (item.first_event_ms or 0) / 1000,
                              item.margins_kept, item.early_exit)
-            finally:
-                index.close()
     finally:
         session.close()
         result.load_average = os.getloadavg()
