@@ -11,32 +11,26 @@ validates `prompt` as a string) get the detokenized prompt instead, with every s
 of a control token inside repository text broken by a zero-width space, because such
 servers tokenize text prompts with special tokens enabled.
 
-The transport is the standard library's http.client: one request per call and no
-extra dependency, and direct access to the socket lets a watcher thread close the
-connection the moment a request is cancelled or its deadline passes, even while the
-server is still evaluating the prompt and nothing is being read.
+The transport (json_http) is the standard library's http.client, with a watcher that
+closes the socket the moment a request is cancelled or its deadline passes.
 """
 
 from __future__ import annotations
 
 import hashlib
-import http.client
 import json
 import logging
 import os
-import socket
-import ssl
 import threading
 import time
-from collections.abc import Generator, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import urlsplit
 
 import llama_cpp
 
-from .backend import BackendError
+from .json_http import JsonHttpClient, RemoteError, RequestCancelled, error_message
 from .vocab import Vocabulary
 from .models import DEFAULT_MODEL, MODELS, ensure_model, file_sha256
 from .runtime import (Cancelled, ContextOverflow, Generation, GenerationStats, PrefillStats,
@@ -48,18 +42,7 @@ API_KEY_ENV = "PRISM_CODE_API_KEY"
 PromptFormat = Literal["auto", "tokens", "text"]
 
 _ZWSP = "\u200b"  # breaks a control-token spelling without visibly changing the code
-_POLL_S = 0.02  # how often a request checks `cancelled()` and its deadline
 _FALLBACK_N_CTX = 4096
-_MAX_ERROR_CHARS = 300
-
-
-class RemoteError(BackendError):
-    """A request to the remote server failed; the message names the URL and the reason."""
-
-    def __init__(self, url: str, reason: str) -> None:
-        super().__init__(f"{url}: {reason}")
-        self.url = url
-        self.reason = reason
 
 
 @dataclass(frozen=True)
@@ -99,65 +82,6 @@ class _Reply:
     timings: dict[str, Any] | None = None
 
 
-class _Endpoint:
-    """Scheme, host and port of the server, and the connections to it."""
-
-    def __init__(self, url: str) -> None:
-        parts = urlsplit(url.strip())
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise RemoteError(url, "the remote URL must look like http://host:port or https://host:port")
-        self.https = parts.scheme == "https"
-        self.host = parts.hostname
-        self.port = parts.port or (443 if self.https else 80)
-        base = parts.path.rstrip("/")
-        self.base_path = base[: -len("/v1")] if base.endswith("/v1") else base
-        self.base_url = f"{parts.scheme}://{parts.netloc}{self.base_path}"
-
-    def url(self, path: str) -> str:
-        return self.base_url + path
-
-    def connection(self, timeout: float) -> http.client.HTTPConnection:
-        if self.https:
-            return http.client.HTTPSConnection(self.host, self.port, timeout=timeout,
-                                               context=ssl.create_default_context())
-        return http.client.HTTPConnection(self.host, self.port, timeout=timeout)
-
-
-class _Watch:
-    """Closes a request's socket when it is cancelled or its deadline passes.
-
-    Shutting the socket down wakes a read blocked in another thread, so neither a slow
-    prompt evaluation nor a server that never answers can hold the caller.
-    """
-
-    def __init__(self, sock: socket.socket, deadline: float, cancelled: Cancelled | None) -> None:
-        self.reason: Literal["cancelled", "timeout"] | None = None
-        self._sock = sock
-        self._deadline = deadline
-        self._cancelled = cancelled
-        self._done = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="prism-remote-watch", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while not self._done.wait(_POLL_S):
-            if self._cancelled is not None and self._cancelled():
-                self.reason = "cancelled"
-            elif time.monotonic() >= self._deadline:
-                self.reason = "timeout"
-            else:
-                continue
-            try:
-                self._sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-            return
-
-    def stop(self) -> None:
-        self._done.set()
-        self._thread.join()
-
-
 class RemoteSession:
     """The `CompletionBackend` of a remote server. Calls are serialised by a lock.
 
@@ -167,8 +91,9 @@ class RemoteSession:
 
     def __init__(self, settings: RemoteSettings | None = None) -> None:
         self.settings = settings or RemoteSettings()
-        self._endpoint = _Endpoint(self.settings.url)
-        self._api_key = self.settings.api_key or os.environ.get(API_KEY_ENV) or None
+        self._http = JsonHttpClient(self.settings.url, self.settings.connect_timeout, self.settings.timeout,
+                                    self.settings.api_key or os.environ.get(API_KEY_ENV) or None)
+        self._endpoint = self._http.endpoint
         self.tokenizer_path = ensure_model(self.settings.tokenizer)
         # Vocabulary only: tokenizing needs no weights, so loading takes ~0.3 s.
         self._vocab_llm = llama_cpp.Llama(model_path=str(self.tokenizer_path), vocab_only=True, verbose=False)
@@ -455,22 +380,16 @@ class RemoteSession:
 
     # --- HTTP ---------------------------------------------------------------------------
 
-    def _headers(self) -> dict[str, str]:
-        headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        if self._api_key:
-            headers["Authorization"] = f"Bearer {self._api_key}"
-        return headers
-
     def _post_completion(self, payload: dict[str, Any], cancelled: Cancelled | None) -> tuple[_Reply, bool]:
         """(reply, cancelled?) of one completion request; RemoteError on any failure."""
         reply = _Reply()
-        chunks = self._send("POST", "/v1/completions", payload, cancelled)
+        chunks = self._http.send("POST", "/v1/completions", payload, cancelled)
         received = 0
         try:
             for chunk in chunks:
                 _merge(self.url, reply, chunk)
                 received += 1
-        except _Cancelled:
+        except RequestCancelled:
             return reply, True
         finally:
             chunks.close()
@@ -479,98 +398,14 @@ class RemoteSession:
         return reply, False
 
     def _get_json(self, path: str) -> dict[str, Any]:
-        chunks = list(self._send("GET", path, None, None))
-        return chunks[0] if chunks else {}
-
-    def _send(self, method: str, path: str, payload: dict[str, Any] | None,
-              cancelled: Cancelled | None) -> Generator[dict[str, Any], None, None]:
-        """The JSON objects of a response: one, or one per server-sent event when streaming."""
-        url = self._endpoint.url(path)
-        deadline = time.monotonic() + self.settings.timeout
-        conn = self._endpoint.connection(self.settings.connect_timeout)
-        watch: _Watch | None = None
-        try:
-            try:
-                conn.connect()
-            except ConnectionRefusedError:
-                raise RemoteError(url, "connection refused (is the server running?)") from None
-            except socket.timeout:
-                raise RemoteError(url, f"no connection within {self.settings.connect_timeout:g} s") from None
-            except socket.gaierror as exc:
-                raise RemoteError(url, f"cannot resolve host {self._endpoint.host!r} ({exc.strerror})") from None
-            except OSError as exc:
-                raise RemoteError(url, f"cannot connect ({exc})") from None
-            assert conn.sock is not None
-            conn.sock.settimeout(self.settings.timeout)
-            watch = _Watch(conn.sock, deadline, cancelled)
-            raw: bytes | None = None  # the body of a plain (not streamed) answer
-            try:
-                data = json.dumps(payload).encode() if payload is not None else None
-                conn.request(method, self._endpoint.base_path + path, body=data, headers=self._headers())
-                response = conn.getresponse()
-                if response.status >= 400:
-                    raise RemoteError(url, f"HTTP {response.status}: {_error_message(response.read())}")
-                if "text/event-stream" in (response.getheader("Content-Type") or ""):
-                    for event in _events(response):
-                        yield _parse(url, event)
-                else:
-                    raw = response.read()
-            except (OSError, http.client.HTTPException) as exc:
-                self._check(url, watch)
-                if isinstance(exc, socket.timeout):
-                    raise RemoteError(url, f"no answer within {self.settings.timeout:g} s") from None
-                raise RemoteError(url, f"connection failed ({type(exc).__name__}: {exc})") from None
-            # A closed socket can also look like a short but complete answer.
-            self._check(url, watch)
-            if raw is not None:
-                yield _parse(url, raw)
-        finally:
-            if watch is not None:
-                watch.stop()
-            conn.close()
-
-    def _check(self, url: str, watch: _Watch) -> None:
-        if watch.reason == "cancelled":
-            raise _Cancelled()
-        if watch.reason == "timeout":
-            raise RemoteError(url, f"no answer within {self.settings.timeout:g} s")
-
-
-class _Cancelled(Exception):
-    pass
-
-
-def _events(response: http.client.HTTPResponse) -> Iterator[bytes]:
-    """The data of each server-sent event, up to "[DONE]"."""
-    while True:
-        line = response.readline()
-        if not line.endswith(b"\n"):
-            return  # the end, or a line cut short by a closed connection
-        line = line.strip()
-        if not line.startswith(b"data:"):
-            continue  # comments, pings, event names
-        data = line[5:].strip()
-        if data == b"[DONE]":
-            return
-        yield data
-
-
-def _parse(url: str, raw: bytes) -> dict[str, Any]:
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        excerpt = raw[:80].decode("utf-8", errors="replace")
-        raise RemoteError(url, f"malformed JSON in the response: {excerpt!r}") from None
-    if not isinstance(value, dict):
-        raise RemoteError(url, f"expected a JSON object, got {type(value).__name__}")
-    return value
+        return self._http.get_json(path)
 
 
 def _merge(url: str, reply: _Reply, chunk: dict[str, Any]) -> None:
     """Add one response (or one streamed chunk) to what has been received."""
     if "error" in chunk:
         # Some servers report failures inside a 200 stream.
-        raise RemoteError(url, f"server error: {_error_message(json.dumps(chunk).encode())}")
+        raise RemoteError(url, f"server error: {error_message(json.dumps(chunk).encode())}")
     choices = chunk.get("choices")
     if isinstance(choices, list) and choices:
         choice = choices[0] if isinstance(choices[0], dict) else {}
@@ -582,21 +417,6 @@ def _merge(url: str, reply: _Reply, chunk: dict[str, Any]) -> None:
         reply.usage = chunk["usage"]
     if isinstance(chunk.get("timings"), dict):
         reply.timings = chunk["timings"]
-
-
-def _error_message(raw: bytes) -> str:
-    text = raw.decode("utf-8", errors="replace").strip()
-    try:
-        value = json.loads(text)
-    except ValueError:
-        value = None
-    if isinstance(value, dict):
-        err = value.get("error", value.get("detail", value))
-        if isinstance(err, dict):
-            err = err.get("message", err)
-        text = err if isinstance(err, str) else json.dumps(err)
-    text = " ".join(text.split())
-    return text[:_MAX_ERROR_CHARS] + ("..." if len(text) > _MAX_ERROR_CHARS else "") or "(empty body)"
 
 
 def _finish(reason: str | None, cut_here: bool) -> str:
