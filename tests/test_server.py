@@ -31,26 +31,33 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def client(workspace: Path):
-    cache = workspace.parent / "cache"
+    # Notes off: the hovers below show the deterministic notes, never a model's.
+    lsp_client = await start_server(workspace, workspace.parent / "cache", completion={"enabled": True},
+                                    find={"strategy": "retrieval"}, threads="lots", notes={"enabled": False})
+    yield lsp_client
+    await stop_server(lsp_client)
+    assert not (workspace.parent / "default-cache").exists()
+
+
+async def start_server(root: Path, cache: Path, **options) -> LanguageClient:
     config = ClientServerConfig(
         server_command=[sys.executable, "-m", "server"],
         # The default cache too is a temporary one: a test must never touch the user's.
         server_env={**os.environ, "PYTHONPATH": str(REPO),
-                    "PRISM_CODE_CACHE_DIR": str(workspace.parent / "default-cache")})
+                    "PRISM_CODE_CACHE_DIR": str(root.parent / "default-cache")})
     lsp_client = await config.start()
     await lsp_client.initialize_session(types.InitializeParams(
-        capabilities=client_capabilities("visual-studio-code"),
-        root_uri=workspace.as_uri(),
-        workspace_folders=[types.WorkspaceFolder(uri=workspace.as_uri(), name=workspace.name)],
-        # Notes off: the hovers below show the deterministic notes, never a model's.
-        initialization_options={"cacheDir": str(cache), "find": {"strategy": "retrieval"},
-                                "threads": "lots", "notes": {"enabled": False}},
-    ))
+        capabilities=client_capabilities("visual-studio-code"), root_uri=root.as_uri(),
+        workspace_folders=[types.WorkspaceFolder(uri=root.as_uri(), name=root.name)],
+        initialization_options={"cacheDir": str(cache), "completion": {"enabled": False},
+                                **options}))
     await wait_for_indexing(lsp_client)
-    yield lsp_client
+    return lsp_client
+
+
+async def stop_server(lsp_client: LanguageClient) -> None:
     await lsp_client.shutdown_session()
     await lsp_client.stop()
-    assert not (workspace.parent / "default-cache").exists()
 
 
 async def wait_for_indexing(client: LanguageClient) -> None:
@@ -376,26 +383,6 @@ def units_workspace(parent: Path) -> Path:
     (root / "tools").mkdir(parents=True)
     (root / "tools" / "units.py").write_text(UNITS)
     return root
-
-
-async def start_server(root: Path, cache: Path, **options) -> LanguageClient:
-    config = ClientServerConfig(
-        server_command=[sys.executable, "-m", "server"],
-        server_env={**os.environ, "PYTHONPATH": str(REPO),
-                    "PRISM_CODE_CACHE_DIR": str(root.parent / "default-cache")})
-    lsp_client = await config.start()
-    await lsp_client.initialize_session(types.InitializeParams(
-        capabilities=client_capabilities("visual-studio-code"), root_uri=root.as_uri(),
-        workspace_folders=[types.WorkspaceFolder(uri=root.as_uri(), name=root.name)],
-        initialization_options={"cacheDir": str(cache), "completion": {"enabled": False},
-                                **options}))
-    await wait_for_indexing(lsp_client)
-    return lsp_client
-
-
-async def stop_server(lsp_client: LanguageClient) -> None:
-    await lsp_client.shutdown_session()
-    await lsp_client.stop()
 
 
 @pytest.mark.model
