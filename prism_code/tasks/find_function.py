@@ -9,17 +9,21 @@ answers alone, so search never waits for the embedding pass.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from functools import cached_property
 
 import numpy as np
+import scipy.sparse as sp
 
 from prism_code.embeddings import VectorCache, card_text
 from prism_code.fragments import Fragment
 from prism_code.index import RepoIndex
+from prism_code.parse.model import Definition
 from prism_code.relations import related_matrix
 from prism_code.retrieval.dense import Embedder, cosine_scores
 from prism_code.retrieval.fragrel import relation_aware_scores
 from prism_code.retrieval.fusion import FUSION_WEIGHTS, fuse
 from prism_code.retrieval.lexical import LexicalIndex
+from prism_code.retrieval.markup import plain_text
 from prism_code.retrieval.tokenize import code_tokens, query_tokens
 
 # FragRel helps completion context; on needle search it was measured neutral to harmful
@@ -61,14 +65,33 @@ class FunctionCorpus:
             self.definitions, self.cards, self.lexical = previous.definitions, previous.cards, previous.lexical
             self.tokens = previous.tokens
         else:
-            self.definitions = [index.definition(f.path, f.qualname) for f in self.fragments]
-            self.cards = [card_text(f, d) for f, d in zip(self.fragments, self.definitions)]
-            known = dict(zip(previous.code, previous.tokens)) if previous is not None else {}
-            self.tokens = [known[t] if t in known else code_tokens(t) for t in self.code]
+            known = previous._by_text() if previous is not None else {}
+            self.definitions, self.cards, self.tokens = [], [], []
+            for f, text in zip(self.fragments, self.code):
+                reused = known.get(f.key)
+                if reused is None or reused[0] != text:
+                    definition = index.definition(f.path, f.qualname)
+                    reused = (text, definition, card_text(f, definition), code_tokens(text))
+                self.definitions.append(reused[1])
+                self.cards.append(reused[2])
+                self.tokens.append(reused[3])
             self.lexical = LexicalIndex.build(self.tokens)
+        # The index replaces its related-set mapping on update and never mutates a
+        # published one, so keeping the reference keeps this generation's relations.
+        self._related_rows = index.related
+
+    def _by_text(self) -> dict[str, tuple[str, Definition | None, str, list[str]]]:
+        """fragment key -> (source, definition, card, tokens), for reuse by the next corpus."""
+        return {f.key: (text, d, card, tokens) for f, text, d, card, tokens
+                in zip(self.fragments, self.code, self.definitions, self.cards, self.tokens)}
+
+    @cached_property
+    def related(self) -> sp.csr_matrix:
+        """FragRel related sets as an n x n matrix; built on first use, since the
+        default find (alpha = 0) never needs it."""
         position = {f.key: i for i, f in enumerate(self.fragments)}
-        self.related = related_matrix(
-            {i: [(position[k], w) for k, w in index.related.get(f.key, []) if k in position]
+        return related_matrix(
+            {i: [(position[k], w) for k, w in self._related_rows.get(f.key, []) if k in position]
              for i, f in enumerate(self.fragments)}, len(self.fragments))
 
 
@@ -105,7 +128,7 @@ class FunctionSearch:
         scores = {"bm25": corpus.lexical.scores(query_tokens(query))}
         code, cards = self.vectors("code"), self.vectors("card")
         if code is not None and cards is not None and self.embedder is not None:
-            q = self.embedder.embed([query])[0]
+            q = self.embedder.embed([plain_text(query)])[0]
             scores["dense_code"] = cosine_scores(code, q)
             scores["dense_card"] = cosine_scores(cards, q)
         return scores
@@ -117,6 +140,8 @@ class FunctionSearch:
         if not used:
             used = [(parts["bm25"], FUSION_WEIGHTS["bm25"])]
         independent = fuse(used)
+        if alpha == 0:
+            return independent, parts
         return relation_aware_scores(independent, self.corpus.related, alpha), parts
 
     def search(self, query: str, top: int = 10, alpha: float = DEFAULT_FIND_ALPHA) -> list[FoundFunction]:
