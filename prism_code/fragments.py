@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from functools import cached_property
 
 from prism_code.graph import innermost_nodes, module_node
 from prism_code.parse.model import Definition, ParsedFile
@@ -26,7 +27,7 @@ class Fragment:
     position: int = 0  # window index within its file: `loc` of FragRel Eq. 7
     nodes: tuple[tuple[str, int], ...] = ()  # (graph node, lines of this fragment it owns)
 
-    @property
+    @cached_property  # read for every function on every corpus rebuild
     def key(self) -> str:
         if self.kind == FUNCTION:
             return f"{self.path}#{self.qualname}"

@@ -22,7 +22,7 @@ from prism_code.relations import related_matrix
 from prism_code.retrieval.dense import Embedder, cosine_scores
 from prism_code.retrieval.fragrel import relation_aware_scores
 from prism_code.retrieval.fusion import FUSION_WEIGHTS, fuse
-from prism_code.retrieval.lexical import LexicalIndex
+from prism_code.retrieval.lexical import LexicalIndex, TermBag, Vocabulary
 from prism_code.retrieval.markup import plain_text
 from prism_code.retrieval.tokenize import code_tokens, query_tokens
 
@@ -50,9 +50,10 @@ class FoundFunction:
 class FunctionCorpus:
     """The searchable form of the index's functions; rebuilt when the index changes.
 
-    A rebuild after a one-file edit reuses what did not change: the tokens of every
-    function whose text is the same, and the whole lexical index and the cards when no
-    function changed at all (the relations phase of an update only moves related sets).
+    A rebuild after a one-file edit reuses what did not change: the card, tokens and
+    term bag of every function whose text is the same (so BM25 is reassembled from
+    bags, not re-tokenized), and everything when no function changed at all (the
+    relations phase of an update only moves related sets).
     """
 
     def __init__(self, index: RepoIndex, previous: FunctionCorpus | None = None) -> None:
@@ -63,27 +64,37 @@ class FunctionCorpus:
                           and [f.key for f in previous.fragments] == [f.key for f in self.fragments])
         if same_functions:
             self.definitions, self.cards, self.lexical = previous.definitions, previous.cards, previous.lexical
-            self.tokens = previous.tokens
+            self.tokens, self.bags, self.vocabulary = previous.tokens, previous.bags, previous.vocabulary
         else:
-            known = previous._by_text() if previous is not None else {}
-            self.definitions, self.cards, self.tokens = [], [], []
+            fresh = previous is None or previous.vocabulary_outgrown()
+            known = {} if fresh else previous._by_key()
+            self.vocabulary = Vocabulary() if fresh else previous.vocabulary
+            self.definitions, self.cards, self.tokens, self.bags = [], [], [], []
             for f, text in zip(self.fragments, self.code):
                 reused = known.get(f.key)
                 if reused is None or reused[0] != text:
                     definition = index.definition(f.path, f.qualname)
-                    reused = (text, definition, card_text(f, definition), code_tokens(text))
+                    tokens = code_tokens(text)
+                    reused = (text, definition, card_text(f, definition), tokens, self.vocabulary.bag(tokens))
                 self.definitions.append(reused[1])
                 self.cards.append(reused[2])
                 self.tokens.append(reused[3])
-            self.lexical = LexicalIndex.build(self.tokens)
+                self.bags.append(reused[4])
+            self.lexical = LexicalIndex.from_bags(self.bags, self.vocabulary)
         # The index replaces its related-set mapping on update and never mutates a
         # published one, so keeping the reference keeps this generation's relations.
         self._related_rows = index.related
 
-    def _by_text(self) -> dict[str, tuple[str, Definition | None, str, list[str]]]:
-        """fragment key -> (source, definition, card, tokens), for reuse by the next corpus."""
-        return {f.key: (text, d, card, tokens) for f, text, d, card, tokens
-                in zip(self.fragments, self.code, self.definitions, self.cards, self.tokens)}
+    def vocabulary_outgrown(self) -> bool:
+        """True once edits have left the shared vocabulary mostly tokens no function
+        has any more; the next corpus then starts a fresh one."""
+        live = int(np.count_nonzero(np.diff(self.lexical.weights.indptr)))
+        return len(self.vocabulary) > 2 * live + 10_000
+
+    def _by_key(self) -> dict[str, tuple[str, Definition | None, str, list[str], TermBag]]:
+        """fragment key -> (source, definition, card, tokens, bag), reused by the next corpus."""
+        return {f.key: row for f, row in zip(self.fragments, zip(
+            self.code, self.definitions, self.cards, self.tokens, self.bags))}
 
     @cached_property
     def related(self) -> sp.csr_matrix:
