@@ -64,3 +64,21 @@ def test_matches_bm25s_lucene():
     ref.index(docs, show_progress=False)
     for query in (["w1", "w2", "w2"], ["w299", "w0", "w17", "w5"], ["w42"]):
         np.testing.assert_allclose(ours.scores(query), ref.get_scores(query), rtol=1e-5, atol=1e-6)
+
+
+def test_bags_reused_over_a_grown_vocabulary_score_like_a_fresh_build():
+    from prism_code.retrieval.lexical import Vocabulary
+
+    vocabulary = Vocabulary()
+    bags = [vocabulary.bag(code_tokens(d)) for d in DOCS]
+    before = LexicalIndex.from_bags(bags, vocabulary)
+    # An edit replaces document 1; the old bags are kept, the vocabulary grows.
+    edited = "def close_socket(conn):\n    conn.shutdown()"
+    bags[1] = vocabulary.bag(code_tokens(edited))
+    after = LexicalIndex.from_bags(bags, vocabulary)
+    fresh = LexicalIndex.build([code_tokens(d) for d in DOCS[:1] + [edited] + DOCS[2:]])
+    for query in ("close the socket connection", "open socket host", "parse config"):
+        assert np.allclose(after.scores(query_tokens(query)), fresh.scores(query_tokens(query)))
+    # The index built before the edit ignores words its build never saw.
+    assert not before.scores(["shutdown"]).any()
+    assert before.scores(query_tokens("open socket"))[1] > 0
