@@ -27,12 +27,14 @@ def _open_index(args: argparse.Namespace):
 
 def _embed(index, bars: StageBars) -> int:
     from prism_code.embeddings import VectorCache
+    from prism_code.memory.notes_store import llm_note_texts
     from prism_code.retrieval.dense import Embedder
-    from prism_code.tasks.find_function import FunctionCorpus
+    from prism_code.tasks.find_function import FunctionSearch
 
-    corpus = FunctionCorpus(index)
-    cache = VectorCache(index.store, Embedder())
-    return cache.fill(corpus.code + corpus.cards, progress=lambda d, t: bars("embeddings", d, t))
+    embedder = Embedder()
+    search = FunctionSearch(index, embedder, notes=llm_note_texts(index))
+    cache = VectorCache(index.store, embedder)
+    return cache.fill(search.embedding_texts(), progress=lambda d, t: bars("embeddings", d, t))
 
 
 def cmd_index(args: argparse.Namespace) -> int:
@@ -53,13 +55,14 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 
 def cmd_find(args: argparse.Namespace) -> int:
+    from prism_code.memory.notes_store import llm_note_texts
     from prism_code.retrieval.dense import Embedder
     from prism_code.tasks.find_function import DEFAULT_FIND_ALPHA, FunctionSearch
 
     index = _open_index(args)
     try:
         index.update()
-        search = FunctionSearch(index, Embedder())
+        search = FunctionSearch(index, Embedder(), notes=llm_note_texts(index))
         alpha = DEFAULT_FIND_ALPHA if args.alpha is None else args.alpha
         if search.vectors("code") is None:
             log.warning("embeddings are not complete: lexical ranking only (run `prism-code index`)")

@@ -71,6 +71,12 @@ class VectorCache:
             progress(len(todo), len(todo))
         return len(todo)
 
+    def available(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
+        """Text -> vector for those of `texts` that are embedded already."""
+        keys = {text_key(t): t for t in texts}
+        found = self.store.embeddings(list(keys), self.embedder.model_id)
+        return {keys[k]: v for k, v in found.items()}
+
     def matrix(self, texts: Sequence[str]) -> np.ndarray | None:
         """Vectors in text order, or None while any is still missing."""
         keys = [text_key(t) for t in texts]

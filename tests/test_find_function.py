@@ -51,3 +51,40 @@ def test_relations_finished_later_reach_the_rerank(index: RepoIndex):
     after = search.corpus
     assert after is not before  # a new generation, so the related sets are read again
     assert (after.related != FunctionCorpus(index).related).nnz == 0
+
+
+def test_a_model_note_reaches_the_card_once_embedded(index: RepoIndex):
+    from prism_code.embeddings import VectorCache
+    from prism_code.memory.notes_store import NotesStore, function_hash, llm_note_texts
+    from prism_code.memory.schemas import FunctionNote
+    from prism_code.retrieval.dense import Embedder
+
+    (index.root / "pkg" / "terse.py").write_text(
+        "def f1(xs, k):\n    return [x for x in xs if x % k == 0]\n")
+    index.update()
+    embedder = Embedder()
+    search = FunctionSearch(index, embedder)
+    cache = VectorCache(index.store, embedder)
+    cache.fill(search.embedding_texts())
+    query = "keep only the numbers that a divisor divides evenly"
+
+    def card_score_and_rank() -> tuple[float, int]:
+        scores, parts = search.scores(query, alpha=0.0)
+        row = next(i for i, f in enumerate(search.corpus.fragments) if f.qualname == "f1")
+        return float(parts["dense_card"][row]), int((scores > scores[row]).sum()) + 1
+
+    plain_score, plain_rank = card_score_and_rank()
+    fragment = next(f for f in index.functions() if f.qualname == "f1")
+    with NotesStore.for_index(index) as store:
+        store.put(fragment.path, "f1", function_hash(index, fragment), FunctionNote(
+            purpose="Filter a list down to the numbers evenly divisible by a divisor.",
+            input="a list of integers and the divisor", output="a new list of the multiples",
+            procedure="Keeps each number whose remainder by the divisor is zero."), "test")
+        search.set_notes(llm_note_texts(index, store))
+
+    # Until the note card is embedded the plain card answers: dense search keeps working.
+    assert card_score_and_rank() == (plain_score, plain_rank)
+    assert cache.fill(search.embedding_texts()) == 1
+    noted_score, noted_rank = card_score_and_rank()
+    assert noted_score > plain_score + 0.1
+    assert noted_rank == 1 and plain_rank > 1

@@ -42,12 +42,11 @@ from prism_code.graph import def_node
 from prism_code.index import RepoIndex
 from prism_code.llm.runtime import Generation, LlamaSession
 from prism_code.memory.accounting import Accounting
-from prism_code.memory.notes_store import NotesStore
+from prism_code.memory.notes_store import NotesStore, function_hash
 from prism_code.memory.revisions import Applied, Revision, apply
 from prism_code.memory.schema import format_path, schema_source
 from prism_code.memory.schemas import FunctionMemory, FunctionNote
 from prism_code.parse import language_for_path
-from prism_code.workspace import content_hash
 
 log = logging.getLogger(__name__)
 
@@ -60,11 +59,6 @@ FIELDS = ("purpose", "input", "output", "procedure")
 class NoteLookup:
     note: FunctionNote
     source: str  # LLM | DETERMINISTIC
-
-
-def function_hash(index: RepoIndex, fragment: Fragment) -> str:
-    """The content hash of the function's lines (what the index stores as its definition hash)."""
-    return content_hash(index.text(fragment).encode("utf-8"))
 
 
 # ---- deterministic notes -----------------------------------------------------------------
@@ -542,24 +536,3 @@ def _save_prefix(state_cache, session: LlamaSession, writer: NoteWriter) -> None
 def note_text(lookup: NoteLookup | None) -> str:
     """The note as card text for dense search ("" when there is none)."""
     return lookup.note.text() if lookup is not None else ""
-
-
-def llm_note_texts(index: RepoIndex, store: NotesStore | None = None) -> dict[str, str]:
-    """Fragment key -> note text, for functions whose model note matches their current text.
-
-    This is what function cards take as `note` (embeddings.card_text): deterministic notes
-    are left out, since they only repeat the signature and docstring the card already has.
-    """
-    own = store is None
-    store = store or NotesStore.for_index(index)
-    try:
-        stored = store.all_notes()
-    finally:
-        if own:
-            store.close()
-    out = {}
-    for fragment in index.functions():
-        entry = stored.get((fragment.path, fragment.qualname))
-        if entry is not None and entry.hash == function_hash(index, fragment):
-            out[fragment.key] = entry.note.text()
-    return out

@@ -15,9 +15,14 @@ import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Self
+from typing import TYPE_CHECKING, Self
 
+from prism_code import workspace
 from prism_code.memory.schemas import FunctionNote
+
+if TYPE_CHECKING:
+    from prism_code.fragments import Fragment
+    from prism_code.index import RepoIndex
 
 _TABLES = (
     """CREATE TABLE IF NOT EXISTS function_notes (
@@ -150,3 +155,29 @@ def _note(row: tuple | None) -> StoredNote | None:
 
 def note_json(note: FunctionNote) -> dict[str, str]:
     return asdict(note)
+
+
+def function_hash(index: RepoIndex, fragment: Fragment) -> str:
+    """The content hash of the function's lines (what the index stores as its definition hash)."""
+    return workspace.content_hash(index.text(fragment).encode("utf-8"))
+
+
+def llm_note_texts(index: RepoIndex, store: NotesStore | None = None) -> dict[str, str]:
+    """Fragment key -> note text, for functions whose model note matches their current text.
+
+    This is what function cards take as `note` (embeddings.card_text): deterministic notes
+    are left out, since they only repeat the signature and docstring the card already has.
+    """
+    own = store is None
+    store = store or NotesStore.for_index(index)
+    try:
+        stored = store.all_notes()
+    finally:
+        if own:
+            store.close()
+    out = {}
+    for fragment in index.functions():
+        entry = stored.get((fragment.path, fragment.qualname))
+        if entry is not None and entry.hash == function_hash(index, fragment):
+            out[fragment.key] = entry.note.text()
+    return out

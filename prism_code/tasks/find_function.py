@@ -8,6 +8,7 @@ answers alone, so search never waits for the embedding pass.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from functools import cached_property
 
@@ -107,11 +108,18 @@ class FunctionCorpus:
 
 
 class FunctionSearch:
-    def __init__(self, index: RepoIndex, embedder: Embedder | None = None) -> None:
+    """Find over one index. `notes` maps a function's fragment key to its model-written
+    memory note: once a note card (card + note) is embedded it stands in for the plain
+    card, and until then the plain card answers, so dense search never waits for notes."""
+
+    def __init__(self, index: RepoIndex, embedder: Embedder | None = None,
+                 notes: Mapping[str, str] | None = None) -> None:
         self.index = index
         self.embedder = embedder
+        self._notes: Mapping[str, str] = dict(notes or {})
         self._corpus: FunctionCorpus | None = None
         self._vectors: dict[str, np.ndarray] = {}
+        self._pending_notes: dict[int, str] = {}  # row -> note card not embedded yet
 
     @property
     def corpus(self) -> FunctionCorpus:
@@ -122,16 +130,47 @@ class FunctionSearch:
                 self._vectors = {}
         return self._corpus
 
+    def set_notes(self, notes: Mapping[str, str]) -> None:
+        """Replace the model notes (fragment key -> note text) the cards are read with."""
+        notes = dict(notes)
+        if notes != self._notes:
+            self._notes = notes
+            self._vectors.pop("card", None)
+
+    def note_cards(self) -> list[str]:
+        """The card text, note included, of every function that has a model note."""
+        corpus = self.corpus
+        return [card_text(f, d, self._notes[f.key]) for f, d in zip(corpus.fragments, corpus.definitions)
+                if self._notes.get(f.key)]
+
+    def embedding_texts(self) -> list[str]:
+        """Every text dense search reads: sources, cards and note cards, without repeats."""
+        corpus = self.corpus
+        return list(dict.fromkeys(corpus.code + corpus.cards + self.note_cards()))
+
     def vectors(self, which: str) -> np.ndarray | None:
         """The source or card vectors of every function, or None until all are embedded."""
         if self.embedder is None:
             return None
+        cache = VectorCache(self.index.store, self.embedder)
         if which not in self._vectors:
-            texts = self.corpus.code if which == "code" else self.corpus.cards
-            matrix = VectorCache(self.index.store, self.embedder).matrix(texts)
+            corpus = self.corpus
+            matrix = cache.matrix(corpus.code if which == "code" else corpus.cards)
             if matrix is None:
                 return None
             self._vectors[which] = matrix
+            if which == "card":
+                self._pending_notes = {
+                    i: card_text(f, d, self._notes[f.key])
+                    for i, (f, d) in enumerate(zip(corpus.fragments, corpus.definitions))
+                    if self._notes.get(f.key)}
+        if which == "card" and self._pending_notes:
+            matrix = self._vectors["card"]
+            found = cache.available(list(self._pending_notes.values()))
+            for i, text in list(self._pending_notes.items()):
+                if text in found:
+                    matrix[i] = found[text]
+                    del self._pending_notes[i]
         return self._vectors[which]
 
     def component_scores(self, query: str) -> dict[str, np.ndarray]:
