@@ -10,7 +10,7 @@ import pytest
 
 from prism_code.index import RepoIndex
 from prism_code.cli import main as cli_main
-from prism_code.memory.cok import ModuleSummarizer, module_summary
+from prism_code.memory.cok import ModuleSummarizer, files_ready_for_summary, module_summary
 from prism_code.memory.function_notes import (
     DETERMINISTIC,
     LLM,
@@ -195,3 +195,16 @@ def test_cok_merges_arriving_notes_into_the_module_summary(model_session, index)
         assert summarizer.accounting.calls == 2 and summarizer.accounting.decoded > 0
         stored = module_summary(index, "pkg/b.py", store)
         assert stored.source == LLM and stored.summary == summary
+
+
+def test_module_summaries_wait_until_every_function_of_the_file_has_its_model_note(index):
+    note = FunctionNote("Does a thing.", "a value", "a result", "Computes it.")
+    with NotesStore.for_index(index) as store:
+        assert files_ready_for_summary(index, store) == []
+        for path, qualname in FIVE:
+            if path == "pkg/b.py":
+                store.put(path, qualname, function_hash(index, fragment(index, path, qualname)), note, "test")
+        store.put("pkg/a.py", "caller", function_hash(index, fragment(index, "pkg/a.py", "caller")), note, "test")
+        assert files_ready_for_summary(index, store) == ["pkg/b.py"]  # a.py still has two functions without a model note
+        store.put_summary("pkg/b.py", "stale", {"purpose": "old"}, "test")
+        assert files_ready_for_summary(index, store) == ["pkg/b.py"]  # a summary of older text is redone

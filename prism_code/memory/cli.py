@@ -24,6 +24,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default="qwen2.5-coder-0.5b",
                    help="qwen2.5-coder-0.5b, qwen2.5-coder-1.5b or a GGUF path")
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--no-summaries", action="store_true",
+                   help="with --run: skip the Chain-of-Key module summaries of fully noted files")
 
 
 def _selected(index, symbol: str | None) -> list:
@@ -80,14 +82,24 @@ def _run(index, args: argparse.Namespace) -> None:
     from prism_code.llm import LlamaSession, StateCache
     from prism_code.memory.function_notes import run_notes
 
+    from prism_code.memory.cok import ModuleSummarizer, files_ready_for_summary
+    from prism_code.memory.notes_store import NotesStore
+
     bars = StageBars()
     session = LlamaSession.open(args.model, n_threads=args.threads)
+    summarized = 0
     try:
-        run = run_notes(session, index, limit=args.limit, progress=lambda done, total: bars("notes", done, total),
-                        state_cache=StateCache())
+        with NotesStore.for_index(index) as store:
+            run = run_notes(session, index, limit=args.limit, store=store, state_cache=StateCache(),
+                            progress=lambda done, total: bars("notes", done, total))
+            if not args.no_summaries:
+                summarizer = ModuleSummarizer(session, index, store)
+                summarized = summarizer.summarize(files_ready_for_summary(index, store),
+                                                  progress=lambda done, total: bars("summaries", done, total))
     finally:
         bars.close()
         session.close()
     print(f"notes: {run.noted} written in {run.seconds:.1f} s ({run.notes_per_minute:.1f}/min, "
           f"{run.decoded_per_note:.1f} decoded tokens each), {run.up_to_date} up to date, "
-          f"{run.copied} copied from identical functions, {run.failed} failed", file=sys.stderr)
+          f"{run.copied} copied from identical functions, {run.failed} failed; "
+          f"{summarized} module summaries written", file=sys.stderr)

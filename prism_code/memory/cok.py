@@ -173,6 +173,26 @@ def _notes_text(notes: dict[str, FunctionNote]) -> str:
     return "\n".join(json.dumps({q: n.purpose}, ensure_ascii=False) for q, n in notes.items())
 
 
+def files_ready_for_summary(index: RepoIndex, store: NotesStore, paths: Sequence[str] | None = None) -> list[str]:
+    """Files whose summary is out of date and whose every function has its model note
+    for its current text: summarising earlier would store a summary of stand-in notes
+    under the file's hash, and it would not be redone when the real notes arrive."""
+    by_file: dict[str, list[str]] = {}
+    for f in index.functions():
+        by_file.setdefault(f.path, []).append(f.qualname)
+    out = []
+    for path in (paths if paths is not None else file_order(index)):
+        if path not in by_file:
+            continue
+        stored = store.summary(path)
+        if stored is not None and stored.hash == _file_hash(index, path):
+            continue
+        if all((lookup := notes_for(index, path, q, store)) is not None and lookup.source == LLM
+               for q in by_file[path]):
+            out.append(path)
+    return out
+
+
 class ModuleSummarizer:
     """Keeps module summaries current as function notes arrive (CoK Update/Add steps)."""
 
