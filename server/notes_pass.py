@@ -191,7 +191,8 @@ class NotesScheduler:
         if session is None:
             return None
         from prism_code.llm.state_cache import StateCache
-        from prism_code.memory.function_notes import run_notes
+        from prism_code.memory.cok import ModuleSummarizer, files_ready_for_summary
+        from prism_code.memory.function_notes import file_order, run_notes
 
         self._states[state.root] = WRITING
         progress = self._progress.get(state.root)
@@ -207,12 +208,16 @@ class NotesScheduler:
 
         if state.noted[1]:
             report(*state.noted)
+        store = state.notes_store(index)
         run = run_notes(session, index, priority=priority,
                         cancelled=lambda: self._yield(state, generation), progress=report,
-                        store=state.notes_store(index),
-                        state_cache=StateCache(self._engine.state_dir))
+                        store=store, state_cache=StateCache(self._engine.state_dir))
         if not run.cancelled:
             state.noted = (run.total - run.failed, run.total)
+            # Module summaries (hovers over modules and imports) once a file is fully noted.
+            summarizer = ModuleSummarizer(session, index, store)
+            summarizer.summarize(files_ready_for_summary(index, store, file_order(index, priority)),
+                                 cancelled=lambda: self._yield(state, generation))
         return run
 
 

@@ -433,9 +433,12 @@ async def test_the_server_writes_notes_in_the_background_and_reports_them(tmp_pa
         assert values[0].title == "Writing function notes (units)"
         assert values[-1].message == "2 of 2 functions noted"
         units = root / "tools" / "units.py"
-        result = await hover(lsp_client, open_file(lsp_client, units),
-                             position_of(units, "def average", "average"))
+        uri = open_file(lsp_client, units)
+        result = await hover(lsp_client, uri, position_of(units, "def average", "average"))
         assert "written by the model for this version of the function" in result.contents.value
+        # Every function of the file has its note, so the pass also wrote the module summary.
+        module = (await hover(lsp_client, uri, types.Position(line=0, character=1))).contents.value
+        assert module.startswith("module `tools/units.py`") and "Chain-of-Key summary" in module
     finally:
         await stop_server(lsp_client)
 
