@@ -14,6 +14,7 @@ import numpy as np
 from prism_code.bench.repoqa_data import Haystack, recall_metrics
 from prism_code.embeddings import VectorCache
 from prism_code.index import RepoIndex
+from prism_code.memory.notes_store import llm_note_texts
 from prism_code.retrieval.dense import Embedder
 from prism_code.tasks.find_function import COMPONENTS, FunctionSearch
 
@@ -35,6 +36,11 @@ class RepoQAResult:
     per_repo_top1: dict[str, float] = field(default_factory=dict)
     needles: int = 0
     unmatched: list[str] = field(default_factory=list)
+    # repository -> (functions with a model note, functions), for haystacks with notes
+    noted: dict[str, tuple[int, int]] = field(default_factory=dict)
+    # the fused ranks again with plain cards, over the needles of noted haystacks
+    without_notes: list[int | None] = field(default_factory=list)
+    with_notes: list[int | None] = field(default_factory=list)
 
 
 def rank_of(scores: np.ndarray, target: int) -> int:
@@ -47,9 +53,9 @@ def haystack_search(haystack: Haystack, cache_dir: Path, embedder: Embedder) -> 
     index = RepoIndex(haystack.root, cache_dir=cache_dir)
     try:
         index.update()
-        search = FunctionSearch(index, embedder)
-        corpus = search.corpus
-        VectorCache(index.store, embedder).fill(corpus.code + corpus.cards)
+        # As find runs for a user: cards carry the model's notes where they were written.
+        search = FunctionSearch(index, embedder, notes=llm_note_texts(index))
+        VectorCache(index.store, embedder).fill(search.embedding_texts())
         yield search
     finally:
         index.close()
@@ -62,6 +68,10 @@ def run(haystacks: list[Haystack], cache_dir: Path, embedder: Embedder) -> RepoQ
             corpus = search.corpus
             where = {(f.path, f.start_line): i for i, f in enumerate(corpus.fragments)}
             hits = 0
+            noted = len(search.note_cards())
+            plain = FunctionSearch(search.index, embedder) if noted else None
+            if noted:
+                result.noted[haystack.repo] = (noted, len(corpus.fragments))
             for needle in haystack.needles:
                 result.needles += 1
                 target = where.get((needle.path, needle.start_line))
@@ -74,6 +84,10 @@ def run(haystacks: list[Haystack], cache_dir: Path, embedder: Embedder) -> RepoQ
                         continue
                     scores, _ = search.scores(needle.description, alpha, components)
                     result.ranks[label].append(rank_of(scores, target))
+                if plain is not None and target is not None:
+                    scores, _ = plain.scores(needle.description, 0.0)
+                    result.without_notes.append(rank_of(scores, target))
+                    result.with_notes.append(result.ranks["fused"][-1])
                 if target is None:
                     result.unmatched.append(f"{haystack.repo}:{needle.name}")
                 elif result.ranks["fused"][-1] == 1:
@@ -104,6 +118,19 @@ def markdown(result: RepoQAResult, command: str) -> str:
         "",
         table(["repository", "fused top-1"], sorted(result.per_repo_top1.items())),
     ]
+    if result.noted:
+        with_m, without_m = recall_metrics(result.with_notes), recall_metrics(result.without_notes)
+        body += [
+            "",
+            "Function cards carry the model's memory notes where they exist: "
+            + ", ".join(f"{repo} {n}/{total}" for repo, (n, total) in sorted(result.noted.items()))
+            + f" functions. On those repositories' {len(result.with_notes)} needles:",
+            "",
+            table(["cards", "top-1", "top-10", "MRR@10"],
+                  [["with model notes", with_m["recall@1"], with_m["recall@10"], with_m["mrr@10"]],
+                   ["plain (name, path, signature, docstring)", without_m["recall@1"],
+                    without_m["recall@10"], without_m["mrr@10"]]]),
+        ]
     return "\n".join(body)
 
 
