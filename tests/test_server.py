@@ -444,6 +444,26 @@ async def test_the_server_writes_notes_in_the_background_and_reports_them(tmp_pa
 
 
 @pytest.mark.model
+async def test_pausing_holds_the_notes_pass_until_resumed(tmp_path: Path):
+    root = units_workspace(tmp_path)
+    lsp_client = await start_server(root, tmp_path / "cache")
+    try:
+        await command(lsp_client, "prism.pauseIndexing")
+        held = (await command(lsp_client, "prism.status"))["notes"]["done"]
+        await asyncio.sleep(12)  # past the model's load and the notes pass's quiet period
+        status = await command(lsp_client, "prism.status")
+        assert status["notes"]["state"] == "paused" and status["notes"]["done"] == held < 2
+        await command(lsp_client, "prism.resumeIndexing")
+        deadline = time.monotonic() + 180
+        while status["notes"]["state"] != "done" and time.monotonic() < deadline:
+            await asyncio.sleep(0.5)
+            status = await command(lsp_client, "prism.status")
+        assert status["notes"] == {"state": "done", "done": 2, "total": 2}
+    finally:
+        await stop_server(lsp_client)
+
+
+@pytest.mark.model
 async def test_find_with_the_prism_strategy_streams_its_steps_as_progress(tmp_path: Path):
     root = units_workspace(tmp_path)
     lsp_client = await start_server(root, tmp_path / "cache", notes={"enabled": False})
