@@ -378,6 +378,16 @@ def average(values):
 '''
 
 
+async def notes_finished(client: LanguageClient, timeout: float = 180) -> dict:
+    """The notes part of prism.status once the background pass is done (or at the timeout)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        notes = (await command(client, "prism.status"))["notes"]
+        if notes["state"] == "done" or time.monotonic() > deadline:
+            return notes
+        await asyncio.sleep(0.5)
+
+
 def units_workspace(parent: Path) -> Path:
     root = parent / "units"
     (root / "tools").mkdir(parents=True)
@@ -420,13 +430,7 @@ async def test_the_server_writes_notes_in_the_background_and_reports_them(tmp_pa
     root = units_workspace(tmp_path)
     lsp_client = await start_server(root, tmp_path / "cache")
     try:
-        deadline = time.monotonic() + 180
-        while True:
-            status = await command(lsp_client, "prism.status")
-            if status["notes"]["state"] == "done" or time.monotonic() > deadline:
-                break
-            await asyncio.sleep(0.5)
-        assert status["notes"] == {"state": "done", "done": 2, "total": 2}
+        assert await notes_finished(lsp_client) == {"state": "done", "done": 2, "total": 2}
         tokens = [t for t in lsp_client.progress_reports if str(t).startswith("prism-notes/")]
         assert len(tokens) == 1
         values = lsp_client.progress_reports[tokens[0]]
@@ -454,11 +458,7 @@ async def test_pausing_holds_the_notes_pass_until_resumed(tmp_path: Path):
         status = await command(lsp_client, "prism.status")
         assert status["notes"]["state"] == "paused" and status["notes"]["done"] == held < 2
         await command(lsp_client, "prism.resumeIndexing")
-        deadline = time.monotonic() + 180
-        while status["notes"]["state"] != "done" and time.monotonic() < deadline:
-            await asyncio.sleep(0.5)
-            status = await command(lsp_client, "prism.status")
-        assert status["notes"] == {"state": "done", "done": 2, "total": 2}
+        assert await notes_finished(lsp_client) == {"state": "done", "done": 2, "total": 2}
     finally:
         await stop_server(lsp_client)
 
