@@ -4,10 +4,12 @@ presenting the capabilities VS Code really sends."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
 import sys
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -58,6 +60,16 @@ async def start_server(root: Path, cache: Path, **options) -> LanguageClient:
 async def stop_server(lsp_client: LanguageClient) -> None:
     await lsp_client.shutdown_session()
     await lsp_client.stop()
+
+
+@contextlib.asynccontextmanager
+async def served(root: Path, cache: Path, **options) -> AsyncIterator[LanguageClient]:
+    """A started, indexed server on `root`, shut down when the block ends."""
+    lsp_client = await start_server(root, cache, **options)
+    try:
+        yield lsp_client
+    finally:
+        await stop_server(lsp_client)
 
 
 async def wait_for_indexing(client: LanguageClient) -> None:
@@ -428,8 +440,7 @@ async def test_hover_shows_the_models_note_from_a_real_notes_run(tmp_path: Path,
 @pytest.mark.model
 async def test_the_server_writes_notes_in_the_background_and_reports_them(tmp_path: Path):
     root = units_workspace(tmp_path)
-    lsp_client = await start_server(root, tmp_path / "cache")
-    try:
+    async with served(root, tmp_path / "cache") as lsp_client:
         assert await notes_finished(lsp_client) == {"state": "done", "done": 2, "total": 2}
         tokens = [t for t in lsp_client.progress_reports if str(t).startswith("prism-notes/")]
         assert len(tokens) == 1
@@ -443,15 +454,11 @@ async def test_the_server_writes_notes_in_the_background_and_reports_them(tmp_pa
         # Every function of the file has its note, so the pass also wrote the module summary.
         module = (await hover(lsp_client, uri, types.Position(line=0, character=1))).contents.value
         assert module.startswith("module `tools/units.py`") and "Chain-of-Key summary" in module
-    finally:
-        await stop_server(lsp_client)
 
 
 @pytest.mark.model
 async def test_pausing_holds_the_notes_pass_until_resumed(tmp_path: Path):
-    root = units_workspace(tmp_path)
-    lsp_client = await start_server(root, tmp_path / "cache")
-    try:
+    async with served(units_workspace(tmp_path), tmp_path / "cache") as lsp_client:
         await command(lsp_client, "prism.pauseIndexing")
         held = (await command(lsp_client, "prism.status"))["notes"]["done"]
         await asyncio.sleep(12)  # past the model's load and the notes pass's quiet period
@@ -459,8 +466,6 @@ async def test_pausing_holds_the_notes_pass_until_resumed(tmp_path: Path):
         assert status["notes"]["state"] == "paused" and status["notes"]["done"] == held < 2
         await command(lsp_client, "prism.resumeIndexing")
         assert await notes_finished(lsp_client) == {"state": "done", "done": 2, "total": 2}
-    finally:
-        await stop_server(lsp_client)
 
 
 @pytest.mark.model
