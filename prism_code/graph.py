@@ -98,6 +98,14 @@ class CodeGraph:
         # under them (or that are such a leaf): see update().
         self.last_leaf_only: set[str] = set()
 
+    def __del__(self) -> None:
+        # networkx caches views (`edges`, `degree`) that point back at their graph: a cycle,
+        # which only the cyclic collector frees, and a long-running process may keep that
+        # collector off its long-lived objects (server/heap.py). Dropping the views lets
+        # reference counting free a replaced graph with everything in it.
+        for view in ("edges", "degree", "nodes", "adj"):
+            vars(self.g).pop(view, None)
+
     # ---- building -------------------------------------------------------------
 
     def update(self, parsed_files: Iterable[ParsedFile], removed: Iterable[str] = ()) -> set[str]:

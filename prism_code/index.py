@@ -97,6 +97,10 @@ def _definition_hashes(lines: dict[str, list[str]], pf: ParsedFile) -> dict[str,
             for d in pf.definitions}
 
 
+def _count_functions(fragments: dict[str, Fragment]) -> int:
+    return sum(1 for f in fragments.values() if f.kind == FUNCTION)
+
+
 def _decode(data: bytes) -> str:
     # Invalid UTF-8 must not stop indexing: keep what decodes, mark the rest.
     return data.decode("utf-8", errors="replace").replace("\r\n", "\n")
@@ -112,6 +116,8 @@ class RepoIndex:
         self.lines: dict[str, list[str]] = {}
         self.fragments: dict[str, Fragment] = {}
         self.related: dict[str, list[tuple[str, float]]] = {}
+        # Published with `fragments`: a status poll should not walk them.
+        self.function_count = 0
         self.generation = 0  # bumped on every change so derived caches know to rebuild
         # Held while the graph changes and while state is swapped; readers of the graph take it.
         self.lock = threading.RLock()
@@ -141,6 +147,7 @@ class RepoIndex:
         self.lines = lines
         self.graph.update(parsed)
         self.fragments = {f.key: f for f in self.store.load_fragments()}
+        self.function_count = _count_functions(self.fragments)
         self.related = self.store.load_relations()
         self._dirty = Dirty(*self.store.dirty())
 
@@ -263,7 +270,7 @@ class RepoIndex:
                     self.store.touch_file(path, state)
         summary.files = len(self.lines)
         summary.lines = sum(len(v) for v in self.lines.values())
-        summary.functions = sum(1 for f in self.fragments.values() if f.kind == FUNCTION)
+        summary.functions = self.function_count
         summary.fragments = len(self.fragments)
         return summary
 
@@ -291,8 +298,7 @@ class RepoIndex:
         everything = len(changed_paths) > _FULL_RECOMPUTE_SHARE * max(len(self.lines), 1)
         report("graph", 0, 1)
         try:
-            with self.lock:
-                touched = self.graph.update([pf for _, _, pf in parsed], removed)
+            graph, touched = self._updated_graph(parsed, removed, changed_paths, everything)
             lines = dict(self.lines)
             fragments = dict(self.fragments)
             related = dict(self.related)
@@ -303,6 +309,7 @@ class RepoIndex:
             for _, text, pf in parsed:
                 lines[pf.path] = text.split("\n")
             fragments.update(new_by_key)
+            function_count = _count_functions(fragments)
             dropped = set(old_fragments) - set(fragments)
             # Until phase 2, a changed fragment keeps its previous related set.
             for key in dropped:
@@ -312,7 +319,7 @@ class RepoIndex:
                              fragments, changed),
                          # The strengths a leaf changes are those to the leaf itself: the
                          # rows of the changed fragments holding it carry them (phase 2).
-                         nodes=set() if everything else touched - self.graph.last_leaf_only)
+                         nodes=set() if everything else touched - graph.last_leaf_only)
             report("graph", 1, 1)
             with self.store.transaction():
                 for path in removed:
@@ -325,17 +332,35 @@ class RepoIndex:
                 self.store.mark_dirty(owed.changed - self._dirty.changed,
                                       owed.recompute - self._dirty.recompute,
                                       owed.nodes - self._dirty.nodes)
-                owners = self.graph.owners_of(changed_paths | self.graph.last_relinked,
-                                              tree_changed=bool(removed or self.graph.last_appeared))
-                self.store.replace_edges(owners, self.graph.edges_of(owners))
+                owners = graph.owners_of(changed_paths | graph.last_relinked,
+                                         tree_changed=bool(removed or graph.last_appeared))
+                self.store.replace_edges(owners, graph.edges_of(owners))
         except BaseException:
-            # The graph was changed in place: rebuild memory from what the store holds.
+            # A small update changed the graph in place: rebuild memory from what the store holds.
             self._reload()
             raise
         with self.lock:
+            self.graph = graph
             self.lines, self.fragments, self.related = lines, fragments, related
+            self.function_count = function_count
             self._dirty = self._dirty.merged(owed)
             self.generation += 1
+
+    def _updated_graph(self, parsed: list[tuple[LoadedFile, str, ParsedFile]], removed: list[str],
+                       changed_paths: set[str], everything: bool) -> tuple[CodeGraph, set[str]]:
+        """The graph after this update and the nodes that changed.
+
+        A large update (a first index, a checkout) builds a new graph aside: that takes
+        seconds on a 100k-line repository, during which readers keep the previous graph,
+        consistent with the fragments they see, instead of waiting for `lock`. A small one
+        changes the graph in place, under `lock`, in milliseconds.
+        """
+        if everything:
+            graph = CodeGraph()
+            kept = [pf for path, pf in self.graph.parsed.items() if path not in changed_paths]
+            return graph, graph.update(kept + [pf for _, _, pf in parsed])
+        with self.lock:
+            return self.graph, self.graph.update([pf for _, _, pf in parsed], removed)
 
     def _context_neighbours(self, fragments: dict[str, Fragment],
                             changed: list[Fragment]) -> set[str]:

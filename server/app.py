@@ -31,7 +31,7 @@ from prism_code.retrieval.dense import ModelUnavailable
 from prism_code.store import default_cache_dir
 from prism_code.tasks.find_events import FindEvent
 from prism_code.tasks.find_strategies import MODEL_STRATEGIES
-from server import commands, completion_items
+from server import commands, completion_items, heap
 from server.bridge import FIND_PROGRESS, NOTES_PROGRESS, ClientBridge, ClientLogHandler
 from server.cancellation import CancellableProtocol
 from server.completion_engine import CompletionEngine, CompletionRequest, last_code_position
@@ -192,10 +192,13 @@ def initialize(ls: PrismServer, params: types.InitializeParams) -> None:
 
 @SERVER.feature(types.INITIALIZED)
 async def initialized(ls: PrismServer, params: types.InitializedParams) -> None:
+    # What was imported lives as long as the process: the collector need not walk it again.
+    heap.settle(force=True)
     ls.open_workspaces()
     # Hovers read notes through the memory modules, which load llama.cpp's library (~0.4 s):
     # importing them now keeps that off the first hover.
-    ls.pool.submit(importlib.import_module, "prism_code.memory.cok")
+    ls.pool.submit(lambda: (importlib.import_module("prism_code.memory.cok"),
+                            heap.settle(force=True)))
     if ls.settings.completion_enabled and ls.completions is not None:
         # Loading takes ~0.7 s, mostly reading the file: overlapping it with indexing
         # takes it off the first completion.

@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Protocol
 from prism_code.cancel import Cancelled
 from prism_code.config import IndexConfig
 from prism_code.embeddings import VectorCache
-from prism_code.fragments import FUNCTION
 from prism_code.index import RepoIndex
 from prism_code.memory.notes_store import NotesStore
 from prism_code.parse import language_for_path
@@ -33,6 +32,7 @@ from prism_code.tasks.find_function import FoundFunction, FunctionSearch
 from prism_code.tasks.find_strategies import run_find
 from prism_code.tasks.hover import HoverNote, ModuleHover, hover_at
 
+from server import heap
 from server.settings import Settings
 
 if TYPE_CHECKING:  # llama.cpp loads on the model thread, not at import
@@ -240,8 +240,7 @@ class WorkspaceState:
 
     def status(self) -> dict:
         index = self.index
-        functions = 0 if index is None else sum(
-            1 for f in index.fragments.values() if f.kind == FUNCTION)
+        functions = 0 if index is None else index.function_count
         cache = self.settings.cache_dir or default_cache_dir()
         done, total = self.embedded
         # Paused between jobs, the worker itself has nothing to say: the flag does.
@@ -290,6 +289,8 @@ class WorkspaceState:
         progress.begin()
 
         def report(stage: str, done: int, total: int) -> None:
+            # What indexing built so far is long-lived: keep the collector off it.
+            heap.settle()
             start, end = _STAGES.get(stage, (0, 100))
             share = done / total if total else 1.0
             progress.report(stage, f"{stage} {done}/{total}", start + (end - start) * share)
@@ -298,7 +299,8 @@ class WorkspaceState:
             if self.index is None or self._reopen:
                 self.state = OPENING
                 report("open", 0, 1)
-                self._open()
+                with heap.building():
+                    self._open()
             self.state = INDEXING
             # Files and fragments are published first, so search and completion see an edit
             # at once; relations follow, and a newer edit interrupts them (its update finishes them).
@@ -311,6 +313,7 @@ class WorkspaceState:
             self.state = EMBEDDING
             self._embed(report)
             self.noted = count_notes(self.index, self.notes_store(self.index))
+            heap.settle(force=True)
             _release_memory()
             self.state = IDLE
             self.error = None
@@ -351,7 +354,9 @@ class WorkspaceState:
     def _embed(self, report: Callable[[str, int, int], None]) -> None:
         if self._embedder is None or self._finder is None or self.index is None:
             return
-        with self._search_lock, self.index.lock:
+        # Without index.lock: this thread is the index's only writer, and hovers would wait
+        # for the whole corpus build (0.4 s on torch-geometric).
+        with self._search_lock:
             corpus = self._finder.corpus
         texts = list(dict.fromkeys(corpus.code + corpus.cards))
         cache = VectorCache(self.index.store, self._embedder)

@@ -5,12 +5,14 @@ update and the first phase alone (what search sees at once) are checked here.
 """
 
 import os
+import re
 import shutil
 import signal
 import sqlite3
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -39,6 +41,7 @@ def snapshot(index: RepoIndex) -> dict:
         "edges": sorted((u, v, round(w, 5)) if u < v else (v, u, round(w, 5))
                         for u, v, w in ((e.u, e.v, e.weight) for e in index.graph.edges())),
         "lines": dict(index.lines),
+        "function_count": index.function_count,  # what prism.status shows
     }
 
 
@@ -196,6 +199,36 @@ def test_first_phase_publishes_the_edit_and_keeps_other_relations(repo, tmp_path
     assert snapshot(index) == fresh_snapshot(repo, tmp_path / "fresh")
     index.close()
 
+
+
+def test_a_large_update_keeps_the_previous_graph_for_readers_until_it_publishes(repo, tmp_path):
+    index = RepoIndex(repo, cache_dir=tmp_path / "cache")
+    index.update()
+    # Every file changes (a checkout, say): the update rebuilds the graph.
+    for path in repo.rglob("*.py"):
+        path.write_text(re.sub(r"\b(caller|helper|greet|unrelated)\b", r"\1_v2", path.read_text()))
+        bump_mtime(path)
+    seen: list[tuple[bool, bool]] = []
+
+    def read() -> None:  # as a hover does, on another thread
+        with index.lock:
+            nodes = {n for f in index.fragments.values() for n, _ in f.nodes}
+            seen.append((all(n in index.graph.g for n in nodes),
+                         index.definition("pkg/a.py", "caller") is not None))
+
+    def progress(stage: str, done: int, total: int) -> None:
+        if stage == "graph" and done == total:  # the new graph is built, not yet published
+            reader = threading.Thread(target=read)
+            reader.start()
+            reader.join(10)
+
+    index.update(progress=progress)
+    read()
+    # Meanwhile the graph a reader saw matched the fragments it saw: both the previous ones.
+    assert seen == [(True, True), (True, False)]
+    assert index.definition("pkg/a.py", "caller_v2") is not None
+    assert snapshot(index) == fresh_snapshot(repo, tmp_path / "fresh")
+    index.close()
 
 def write_call_web(root: Path) -> None:
     """Three packages of modules whose functions call along a chain and across imports:

@@ -41,7 +41,7 @@ async def client(workspace: Path):
     assert not (workspace.parent / "default-cache").exists()
 
 
-async def start_server(root: Path, cache: Path, **options) -> LanguageClient:
+async def start_server(root: Path, cache: Path, *, wait: bool = True, **options) -> LanguageClient:
     config = ClientServerConfig(
         server_command=[sys.executable, "-m", "server"],
         # The default cache too is a temporary one: a test must never touch the user's.
@@ -53,7 +53,8 @@ async def start_server(root: Path, cache: Path, **options) -> LanguageClient:
         workspace_folders=[types.WorkspaceFolder(uri=root.as_uri(), name=root.name)],
         initialization_options={"cacheDir": str(cache), "completion": {"enabled": False},
                                 **options}))
-    await wait_for_indexing(lsp_client)
+    if wait:
+        await wait_for_indexing(lsp_client)
     return lsp_client
 
 
@@ -398,6 +399,36 @@ async def notes_finished(client: LanguageClient, timeout: float = 180) -> dict:
         if notes["state"] == "done" or time.monotonic() > deadline:
             return notes
         await asyncio.sleep(0.5)
+
+
+async def test_status_and_hover_answer_while_a_workspace_is_first_indexed(tmp_path: Path):
+    root = tmp_path / "many"
+    (root / "pkg").mkdir(parents=True)
+    for m in range(200):
+        (root / "pkg" / f"mod{m}.py").write_text(f"from pkg.mod{(m + 1) % 200} import step_0\n\n\n" + "\n\n\n".join(
+            f"def step_{i}(x):\n    \"\"\"Step {i} of module {m}.\"\"\"\n    return step_{(i + 1) % 12}(x) + {m}"
+            for i in range(12)) + "\n")
+    lsp_client = await start_server(root, tmp_path / "cache", notes={"enabled": False}, wait=False)
+    try:
+        target = root / "pkg" / "mod7.py"
+        uri = open_file(lsp_client, target)
+        states, hovers = [], []
+        while not any(isinstance(v, types.WorkDoneProgressEnd)
+                      for t, values in lsp_client.progress_reports.items()
+                      if str(t).startswith("prism-index/") for v in values):
+            status = await command(lsp_client, "prism.status")
+            states.append((status["state"], status["files"]))
+            if status["state"] == "indexing" and not hovers:
+                # Asked mid-update: answered from the buffer and what is published so far.
+                hovers.append(await hover(lsp_client, uri, position_of(target, "def step_3", "step_3")))
+            await asyncio.sleep(0.02)
+        assert any(state == "indexing" for state, _ in states)
+        assert hovers and "step_3" in hovers[0].contents.value
+        # The counts grow as the update publishes, never showing a half-applied index.
+        files = [n for _, n in states]
+        assert files == sorted(files) and set(files) <= {0, 200}
+    finally:
+        await stop_server(lsp_client)
 
 
 def units_workspace(parent: Path) -> Path:
