@@ -165,6 +165,10 @@ class NotesScheduler:
             self._end(state, f"{state.noted[0]} of {state.noted[1]} functions noted")
         else:
             self._states[state.root] = WAITING
+        if getattr(run, "noted", 0) or getattr(run, "copied", 0):
+            # New notes change find's function cards: the worker embeds them (and then
+            # asks for notes again, which finds the pass's work done or resumes it).
+            state.schedule(delay=QUIET_S)
         self._kick(0.0)
 
     def _end(self, state: WorkspaceState, message: str) -> None:

@@ -23,7 +23,7 @@ from prism_code.cancel import Cancelled
 from prism_code.config import IndexConfig
 from prism_code.embeddings import VectorCache
 from prism_code.index import RepoIndex
-from prism_code.memory.notes_store import NotesStore
+from prism_code.memory.notes_store import NotesStore, llm_note_texts
 from prism_code.parse import language_for_path
 from prism_code.retrieval.dense import Embedder, ModelUnavailable
 from prism_code.store import default_cache_dir
@@ -356,9 +356,12 @@ class WorkspaceState:
             return
         # Without index.lock: this thread is the index's only writer, and hovers would wait
         # for the whole corpus build (0.4 s on torch-geometric).
+        # Cards take the model notes written so far; the plain card answers until a
+        # note card is embedded here.
+        notes = llm_note_texts(self.index, self.notes_store(self.index))
         with self._search_lock:
-            corpus = self._finder.corpus
-        texts = list(dict.fromkeys(corpus.code + corpus.cards))
+            self._finder.set_notes(notes)
+            texts = self._finder.embedding_texts()
         cache = VectorCache(self.index.store, self._embedder)
         missing = len(cache.missing(texts))
         self.embedded = (len(texts) - missing, len(texts))

@@ -485,6 +485,12 @@ async def test_the_server_writes_notes_in_the_background_and_reports_them(tmp_pa
         # Every function of the file has its note, so the pass also wrote the module summary.
         module = (await hover(lsp_client, uri, types.Position(line=0, character=1))).contents.value
         assert module.startswith("module `tools/units.py`") and "Chain-of-Key summary" in module
+        # The notes join find's function cards: source, card and note card per function.
+        deadline = time.monotonic() + 60
+        while (embedded := (await command(lsp_client, "prism.status"))["embeddings"]) != \
+                {"done": 6, "total": 6} and time.monotonic() < deadline:
+            await asyncio.sleep(0.5)
+        assert embedded == {"done": 6, "total": 6}
 
 
 @pytest.mark.model
