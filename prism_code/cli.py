@@ -84,6 +84,7 @@ def cmd_find(args: argparse.Namespace) -> int:
 def _find_with_model(args: argparse.Namespace, search) -> list:
     """A model strategy of find; its progress events go to stderr as lines."""
     from prism_code.llm import LlamaSession
+    from prism_code.llm.cpu_load import threads_for_now
     from prism_code.tasks.find_strategies import run_find
 
     def show(event) -> None:
@@ -93,7 +94,7 @@ def _find_with_model(args: argparse.Namespace, search) -> list:
     options = {"view": args.view} if args.strategy == "prism" and args.view else {}
     if args.candidates and args.strategy in ("prism", "wim"):
         options["candidates"] = args.candidates
-    session = LlamaSession.open(args.model, n_threads=args.threads)
+    session = LlamaSession.open(args.model, n_threads=args.threads or threads_for_now())
     try:
         outcome = run_find(args.strategy, search, args.description, top=args.top, session=session,
                            on_event=show, **options)
@@ -140,6 +141,7 @@ def _relative(index, file: str) -> str:
 
 def cmd_complete(args: argparse.Namespace) -> int:
     from prism_code.llm import LlamaSession, StateCache
+    from prism_code.llm.cpu_load import threads_for_now
     from prism_code.tasks.complete import Completer, CompletionSettings
 
     index = _open_index(args)
@@ -159,7 +161,8 @@ def cmd_complete(args: argparse.Namespace) -> int:
             # State files hold local KV memory; a remote server keeps its own prompt cache.
             session, states = RemoteSession(RemoteSettings(url=args.remote)), None
         else:
-            session, states = LlamaSession.open(args.model, n_threads=args.threads), StateCache()
+            threads = args.threads or threads_for_now()
+            session, states = LlamaSession.open(args.model, n_threads=threads), StateCache()
         try:
             completer = Completer(index, session, settings, states)
             result = completer.complete(rel, text, args.line, args.col)
@@ -215,7 +218,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--alpha", type=float, help="FragRel weight (0 = vanilla retriever)")
     p.add_argument("--model", default="qwen2.5-coder-0.5b",
                    help="model strategies: qwen2.5-coder-0.5b, qwen2.5-coder-1.5b or a GGUF path")
-    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--threads", type=int, help="llama.cpp threads (default: one per core other processes leave free)")
     p.add_argument("--view", choices=["notes", "bodies"], help="prism: show candidates as notes or whole bodies")
     p.add_argument("--candidates", type=int, help="prism, wim: how many of retrieval's top functions the model reads")
     p.set_defaults(func=cmd_find)
@@ -235,7 +238,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-retrieval", action="store_true", help="in-file context only")
     p.add_argument("--model", default="qwen2.5-coder-0.5b",
                    help="qwen2.5-coder-0.5b, qwen2.5-coder-1.5b or a GGUF path")
-    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--threads", type=int, help="llama.cpp threads (default: one per core other processes leave free)")
     p.add_argument("--remote", metavar="URL",
                    help="an OpenAI-compatible completions server (llama.cpp, vLLM) instead of the local model")
     p.set_defaults(func=cmd_complete)

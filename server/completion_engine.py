@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from server.completion_stats import CompletionStats, Debounce
-from server.cpu_load import CpuMeter
+from prism_code.llm.cpu_load import CpuMeter
 from server.model_host import ModelHost
 from server.workspace_state import WorkspaceState
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from prism_code.llm.models import DEFAULT_MODEL, ModelError, ModelNotInstalled
-from server.cpu_load import cores
+from prism_code.llm.cpu_load import cores
 
 if TYPE_CHECKING:  # importing the runtime loads llama.cpp: only the model thread does that
     from prism_code.llm.runtime import LlamaSession

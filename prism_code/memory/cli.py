@@ -23,7 +23,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--limit", type=int, help="with --run: write at most N notes in this run")
     p.add_argument("--model", default="qwen2.5-coder-0.5b",
                    help="qwen2.5-coder-0.5b, qwen2.5-coder-1.5b or a GGUF path")
-    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--threads", type=int, help="llama.cpp threads (default: one per core other processes leave free)")
     p.add_argument("--no-summaries", action="store_true",
                    help="with --run: skip the Chain-of-Key module summaries of fully noted files")
 
@@ -80,13 +80,14 @@ def notes_command(args: argparse.Namespace) -> int:
 
 def _run(index, args: argparse.Namespace) -> None:
     from prism_code.llm import LlamaSession, StateCache
+    from prism_code.llm.cpu_load import threads_for_now
     from prism_code.memory.function_notes import run_notes
 
     from prism_code.memory.cok import ModuleSummarizer, files_ready_for_summary
     from prism_code.memory.notes_store import NotesStore
 
     bars = StageBars()
-    session = LlamaSession.open(args.model, n_threads=args.threads)
+    session = LlamaSession.open(args.model, n_threads=args.threads or threads_for_now())
     summarized = 0
     try:
         with NotesStore.for_index(index) as store:

@@ -1,4 +1,5 @@
-"""How many cores other processes keep busy, read from /proc (Linux; elsewhere: none known).
+"""How many cores other processes keep busy, read from /proc (Linux; elsewhere: none known),
+and so how many llama.cpp threads to run.
 
 llama.cpp's threads spin at barriers, so one thread per core only pays off when every
 core is free. Measured on 2 cores with another process using one: a completion took
@@ -57,3 +58,13 @@ class CpuMeter:
         self._others = max(0.0, busy / _HZ / (now - self._at))
         self._ticks, self._at = ticks, now
         return self._others
+
+
+def threads_for_now(window_s: float = 0.2) -> int:
+    """llama.cpp threads for a command starting now: one per core that other processes
+    leave free over a short look, at least one. On 2 cores with other jobs running, 2
+    threads wrote a function note every 1-5 minutes and 1 thread about 20 a minute."""
+    meter = CpuMeter()
+    time.sleep(window_s)
+    free = cores() - meter.others_busy()
+    return max(1, min(cores(), int(free + 0.5)))
