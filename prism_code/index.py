@@ -106,6 +106,39 @@ def _decode(data: bytes) -> str:
     return data.decode("utf-8", errors="replace").replace("\r\n", "\n")
 
 
+@dataclass(frozen=True)
+class IndexSnapshot:
+    """One published state of the index, readable without its lock: an update swaps in
+    new mappings and never changes published ones (the parse map is copied here, since a
+    small update edits the graph's in place)."""
+
+    generation: int
+    lines: dict[str, list[str]]
+    fragments: dict[str, Fragment]
+    related: dict[str, list[tuple[str, float]]]
+    parsed: dict[str, ParsedFile]
+
+    def definition(self, path: str, qualname: str) -> Definition | None:
+        return _definition(self.parsed, path, qualname)
+
+    def functions(self) -> list[Fragment]:
+        return _of_kind(self.fragments, FUNCTION)
+
+    def text(self, fragment: Fragment) -> str:
+        return fragment_text(self.lines.get(fragment.path, []), fragment)
+
+
+def _definition(parsed: dict[str, ParsedFile], path: str, qualname: str) -> Definition | None:
+    pf = parsed.get(path)
+    if pf is None:
+        return None
+    return next((d for d in pf.definitions if d.qualname == qualname), None)
+
+
+def _of_kind(fragments: dict[str, Fragment], kind: str) -> list[Fragment]:
+    return sorted((f for f in fragments.values() if f.kind == kind), key=lambda f: f.key)
+
+
 class RepoIndex:
     def __init__(self, root: Path | str, config: IndexConfig | None = None,
                  cache_dir: Path | None = None) -> None:
@@ -153,17 +186,20 @@ class RepoIndex:
 
     # ---- queries ----------------------------------------------------------------------
 
+    def snapshot(self) -> IndexSnapshot:
+        """The current published state, taken under the lock in O(files)."""
+        with self.lock:
+            return IndexSnapshot(self.generation, self.lines, self.fragments, self.related,
+                                 dict(self.graph.parsed))
+
     def definition(self, path: str, qualname: str) -> Definition | None:
-        pf = self.graph.parsed.get(path)
-        if pf is None:
-            return None
-        return next((d for d in pf.definitions if d.qualname == qualname), None)
+        return _definition(self.graph.parsed, path, qualname)
 
     def functions(self) -> list[Fragment]:
-        return sorted((f for f in self.fragments.values() if f.kind == FUNCTION), key=lambda f: f.key)
+        return _of_kind(self.fragments, FUNCTION)
 
     def windows(self) -> list[Fragment]:
-        return sorted((f for f in self.fragments.values() if f.kind == WINDOW), key=lambda f: f.key)
+        return _of_kind(self.fragments, WINDOW)
 
     def text(self, fragment: Fragment) -> str:
         return fragment_text(self.lines.get(fragment.path, []), fragment)

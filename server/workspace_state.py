@@ -202,8 +202,7 @@ class WorkspaceState:
         with self._search_lock:
             if cancelled():
                 raise Cancelled("the search was cancelled")
-            with index.lock:  # the corpus reads the graph: build it from one consistent state
-                finder.corpus
+            finder.corpus  # built from a snapshot of the index: readers do not wait for it
             if cancelled():
                 raise Cancelled("the search was cancelled")
             results = finder.search(query, top=top, alpha=self.settings.fragrel_alpha)
@@ -216,8 +215,6 @@ class WorkspaceState:
         if index is None or finder is None:
             return []
         with self._search_lock:
-            with index.lock:
-                finder.corpus
             outcome = run_find(strategy, finder, query, top=top, session=session, on_event=on_event,
                                cancelled=cancelled)
         return [Found(r, self.root, _line(index, r.path, r.end_line)) for r in outcome.results]
@@ -354,8 +351,6 @@ class WorkspaceState:
     def _embed(self, report: Callable[[str, int, int], None]) -> None:
         if self._embedder is None or self._finder is None or self.index is None:
             return
-        # Without index.lock: this thread is the index's only writer, and hovers would wait
-        # for the whole corpus build (0.4 s on torch-geometric).
         # Cards take the model notes written so far; the plain card answers until a
         # note card is embedded here.
         notes = llm_note_texts(self.index, self.notes_store(self.index))

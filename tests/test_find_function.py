@@ -88,3 +88,18 @@ def test_a_model_note_reaches_the_card_once_embedded(index: RepoIndex):
     noted_score, noted_rank = card_score_and_rank()
     assert noted_score > plain_score + 0.1
     assert noted_rank == 1 and plain_rank > 1
+
+
+def test_a_snapshot_keeps_one_consistent_state_while_the_index_moves_on(index: RepoIndex):
+    path = index.root / "pkg" / "tax.py"
+    path.write_text("def apply_tax(amount):\n    \"\"\"Add 20% tax.\"\"\"\n    return amount * 1.2\n")
+    index.update()
+    before = index.snapshot()
+    path.write_text("def apply_tax(amount, rate):\n    \"\"\"Add tax at a rate.\"\"\"\n"
+                    "    return amount * (1 + rate)\n")
+    index.update()
+    corpus = FunctionCorpus(before)  # built after the update, from the state before it
+    row = next(i for i, f in enumerate(corpus.fragments) if f.qualname == "apply_tax")
+    assert corpus.generation == before.generation < index.generation
+    assert "1.2" in corpus.code[row] and corpus.definitions[row].doc == "Add 20% tax."
+    assert "(amount)" in corpus.definitions[row].signature

@@ -17,7 +17,7 @@ import scipy.sparse as sp
 
 from prism_code.embeddings import VectorCache, card_text
 from prism_code.fragments import Fragment
-from prism_code.index import RepoIndex
+from prism_code.index import IndexSnapshot, RepoIndex
 from prism_code.parse.model import Definition
 from prism_code.relations import related_matrix
 from prism_code.retrieval.dense import Embedder, cosine_scores
@@ -57,7 +57,7 @@ class FunctionCorpus:
     relations phase of an update only moves related sets).
     """
 
-    def __init__(self, index: RepoIndex, previous: FunctionCorpus | None = None) -> None:
+    def __init__(self, index: RepoIndex | IndexSnapshot, previous: FunctionCorpus | None = None) -> None:
         self.generation = index.generation
         self.fragments: list[Fragment] = index.functions()
         self.code = [index.text(f) for f in self.fragments]
@@ -125,7 +125,8 @@ class FunctionSearch:
     def corpus(self) -> FunctionCorpus:
         if self._corpus is None or self._corpus.generation != self.index.generation:
             previous = self._corpus
-            self._corpus = FunctionCorpus(self.index, previous)
+            # Built from a snapshot: readers of the index need not wait for this.
+            self._corpus = FunctionCorpus(self.index.snapshot(), previous)
             if previous is None or previous.code != self._corpus.code:
                 self._vectors = {}
         return self._corpus
