@@ -10,7 +10,7 @@ import pytest
 
 from prism_code.index import RepoIndex
 from prism_code.tasks.find_function import FunctionSearch
-from prism_code.tasks.find_prism import Candidate, _ranked, parse_answer
+from prism_code.tasks.find_prism import STRONG_FIT, Candidate, _ranked, candidate_keys, fit_of, parse_answer, promotable
 from prism_code.tasks.find_strategies import FindOutcome, run_find
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -67,6 +67,22 @@ def test_an_answer_naming_no_candidate_keeps_retrieval_order(search):
     assert all(r.reason for r in ranked)
 
 
+def test_the_memory_moves_a_candidate_above_retrieval_only_on_a_strong_better_fit(search):
+    keys = candidate_keys(search.search(ORDER_TOTAL, top=4))
+    first, third = keys[0], keys[2]
+
+    def entry(fit):
+        return {"does": "computes something", "fit": fit}
+
+    assert promotable(keys, {first: entry(5), third: entry(9)}) == [third]
+    assert promotable(keys, {first: entry(5), third: entry(STRONG_FIT - 1)}) == []  # not emphatic
+    assert promotable(keys, {first: entry(9), third: entry(9)}) == []  # a tie keeps retrieval's first
+    assert promotable(keys, {third: entry(STRONG_FIT)}) == [third]  # the pass left the first out
+    assert promotable(keys, {first: entry(2)}) == []  # the first itself is never "promoted"
+    assert promotable(keys, {third: {"does": "x", "fit": "ten"}}) == []  # an unreadable fit rates nothing
+    assert fit_of({"fit": True}) is None
+
+
 @pytest.mark.model
 def test_prism_picks_the_described_function_and_reports_progress(search, model_session):
     events = []
@@ -76,7 +92,17 @@ def test_prism_picks_the_described_function_and_reports_progress(search, model_s
     # Which function the 0.5B model picks is measured by the RepoQA benchmark, not asserted here:
     # the answer must be a candidate the pass kept, named first, with the others still listed.
     first = outcome.results[0]
-    assert first.reason.startswith("PRISM answer") or outcome.stats["chosen_by"].startswith("fallback")
+    retrieval_first = search.search(ORDER_TOTAL, top=1)[0]
+    memory = outcome.stats["memory"]
+    if outcome.stats["chosen_by"].startswith("answer"):
+        # The model overrode retrieval: only with a strong fit above retrieval's first.
+        assert first.reason.startswith("PRISM answer")
+        top_fit = fit_of(memory.get(retrieval_first.qualname))
+        assert fit_of(memory[first.qualname]) >= STRONG_FIT
+        assert top_fit is None or fit_of(memory[first.qualname]) > top_fit
+    else:
+        assert outcome.stats["chosen_by"].startswith("retrieval")
+        assert first.qualname == retrieval_first.qualname
     assert "total_price" in {r.qualname for r in outcome.results}
     assert len(outcome.results) == 4 and len({r.qualname for r in outcome.results}) == 4
     assert all(r.reason for r in outcome.results)

@@ -36,10 +36,10 @@ def builder(session, encoding: Encoding) -> PromptBuilder:
     return PromptBuilder(session, TASK, QUERY, Findings, encoding, allow_updates=True, base=BASE)
 
 
-def test_prompt_order_is_task_query_schema_memory_chunk(model_session):
+def test_prompt_order_is_task_schema_query_memory_chunk(model_session):
     prompt = builder(model_session, Encoding.IN_PLACE).prompt(BASE, CHUNKS[0])
     text = model_session.detokenize(prompt.tokens)
-    positions = [text.index(part) for part in (TASK, QUERY, "class Findings:", '"files_seen"', "def halve")]
+    positions = [text.index(part) for part in (TASK, "class Findings:", QUERY, '"files_seen"', "def halve")]
     assert positions == sorted(positions)
     memory_text = model_session.detokenize(prompt.tokens[prompt.memory_start:prompt.memory_end])
     assert memory_text.startswith('{"candidate_functions": {}')
@@ -63,6 +63,33 @@ def test_amendments_keep_the_previous_prompt_as_a_prefix(model_session):
     b.record([update])
     third = b.prompt(memory, CHUNKS[2])
     assert third.tokens[:second.memory_end] == second.tokens[:second.memory_end]
+
+
+def test_a_new_query_keeps_task_and_schema_as_a_cached_prefix(model_session):
+    first = builder(model_session, Encoding.AMENDMENTS).prompt({}, CHUNKS[0])
+    other = PromptBuilder(model_session, TASK, "Find the function that negates a value.", Findings,
+                          Encoding.AMENDMENTS, allow_updates=True, base=BASE).prompt({}, CHUNKS[0])
+    shared = next(i for i, (a, c) in enumerate(zip(first.tokens, other.tokens)) if a != c)
+    assert "class Findings:" in model_session.detokenize(first.tokens[:shared])
+    assert QUERY not in model_session.detokenize(first.tokens[:shared])
+
+
+def test_final_prompt_extends_the_last_step_up_to_the_memory(model_session):
+    for encoding in Encoding:
+        b = builder(model_session, encoding)
+        memory = {k: (dict(v) if isinstance(v, dict) else list(v)) for k, v in BASE.items()}
+        revision = Revision("$.'candidate_functions'.'halve'", "add", "divides by two")
+        last = b.prompt(memory, CHUNKS[0])
+        apply(memory, revision, Findings)
+        b.record([revision])
+        final = b.final_prompt(memory, "Name the function.")
+        # The last step's prompt up to its memory is the final prompt's prefix (cached)...
+        assert final.tokens[:last.memory_start] == last.tokens[:last.memory_start]
+        if encoding is Encoding.AMENDMENTS:
+            assert final.tokens[:last.memory_end] == last.tokens[:last.memory_end]
+        # ...the memory includes the last step's revision, and the instruction follows it.
+        text = model_session.detokenize(final.tokens[final.memory_start:])
+        assert "divides by two" in text and "Name the function." in text and "def halve" not in text
 
 
 def test_in_place_re_encodes_from_the_first_change(model_session):

@@ -57,7 +57,7 @@ class StrategyResult:
     model: str
     options: dict
     runs: list[NeedleRun] = field(default_factory=list)
-    accounting: Accounting = field(default_factory=Accounting)  # prism: the pass only
+    accounting: Accounting = field(default_factory=Accounting)  # model calls; prism: pass steps and the final answer
     variants: dict[str, tuple[int, Accounting]] = field(default_factory=dict)  # label -> (correct, pass cost)
     variant_needles: int = 0
     interrupted: bool = False  # stopped by Ctrl-C (SIGINT): the needles run so far are reported
@@ -141,11 +141,8 @@ def _one(session: LlamaSession, search: FunctionSearch, needle: Needle, strategy
         shown = outcome.stats.get("shown")
         in_candidates = (outcome.stats.get("whole_repository", False) if shown is None
                          else f"{needle.path}:{needle.start_line}" in shown)
-    if strategy == "prism":
-        row = outcome.stats["pass"]
-        accounting.add(Accounting(calls=row["calls"], reused=row["reused"], encoded=row["net_tokens"],
-                                  decoded=row["decoded"]))
-    elif outcome.accounting is not None:
+    if outcome.accounting is not None:
+        # prism: the pass and its final answer call, every call of the method as in Table 3.
         accounting.add(outcome.accounting)
     retrieval_first = search.search(needle.description, top=1)
     return NeedleRun(f"{needle.repo}:{needle.name}", correct,
@@ -206,7 +203,7 @@ def markdown(result: StrategyResult, command: str) -> str:
         lines += ["", f"Candidate prompt tokens per query (view `{result.options.get('view', 'notes')}`): "
                   f"mean {statistics.mean(tokens):.0f}. How the first result was chosen: "
                   + ", ".join(f"{k} {v}" for k, v in sorted(chosen_by.items())) + ".", "",
-                  "PRISM pass accounting over all queries (warm session, as a user runs it):", "",
+                  "PRISM accounting over all queries, pass steps and final answer calls (warm session, as a user runs it):", "",
                   table(["cache hit %", "total (x10^3)", "net (x10^3)", "decoded (x10^3)", "cost index"],
                         [[acc["cache_hit_pct"], round(acc["total_tokens"] / 1e3, 1), round(acc["net_tokens"] / 1e3, 1),
                           round(acc["decoded"] / 1e3, 2), acc["cost_index"]]])]

@@ -1,7 +1,10 @@
 """The two memory encodings of PRISM Sec. 3.3, laid out as token lists.
 
-A step prompt is (task, query, schema, memory, chunk), stable parts first, so only the
-memory's changed tail and the new chunk are evaluated again:
+A step prompt is (task, schema, query, memory, chunk), stable parts first, so only the
+memory's changed tail and the new chunk are evaluated again. The task and the schema are
+the same for every query of a task, so they lead (a new query re-encodes from its query
+on); the final answer call replaces the chunk with its own instruction, so it re-encodes
+only that instruction:
 
 - in-place: the memory JSON rendered whole after every step; the cache holds up to the
   first token that changed;
@@ -115,8 +118,8 @@ class PromptBuilder:
         system = self.task.strip() + "\n\n" + format_rules(self.allow_updates, self.encoding, self.schema)
         self._head = (s.prompt_start() + [start] + s.tokenize_text("system\n" + system) + [end] + newline
                       + [start] + s.tokenize_text("user\n")
-                      + s.tokenize_text("[QUERY]\n" + self.query.strip() + "\n\n")
                       + s.tokenize_text("[SCHEMA]\n" + schema_source(self.schema) + "\n")
+                      + s.tokenize_text("[QUERY]\n" + self.query.strip() + "\n\n")
                       + s.tokenize_text("[MEMORY]\n"))
         if self.encoding is Encoding.AMENDMENTS:
             self._base_tokens = s.tokenize_text(render_memory(self.base) + "\n\n[AMENDMENTS]\n")
@@ -140,7 +143,15 @@ class PromptBuilder:
 
     def prompt(self, memory: dict, chunk: str) -> Prompt:
         """The step prompt; `memory` is the current memory (in-place renders it)."""
+        return self._with(memory, "\n[TEXT]\n" + chunk)
+
+    def final_prompt(self, memory: dict, instruction: str) -> Prompt:
+        """The final answer prompt (Algorithm 1, line 6): the step prompt's task, schema,
+        query and memory unchanged, then `instruction` where a chunk would be. Built on the
+        same tokens, it reuses the last step's cached prefix up to the end of the memory."""
+        return self._with(memory, "\n[ANSWER]\n" + instruction.strip())
+
+    def _with(self, memory: dict, after_memory: str) -> Prompt:
         mem = self.memory_tokens(memory)
-        text = self.session.tokenize_text("\n[TEXT]\n" + chunk)
-        tokens = self._head + mem + text + self._tail
+        tokens = self._head + mem + self.session.tokenize_text(after_memory) + self._tail
         return Prompt(tokens, len(self._head), len(self._head) + len(mem))

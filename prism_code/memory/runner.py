@@ -3,7 +3,8 @@
 For each chunk: prompt (task, query, schema, memory, chunk) -> the model proposes
 revisions, under a JSON grammar when asked -> each is validated and applied or
 rejected -> next chunk. The final answer from the memory is the caller's (it differs
-per task); this module returns the memory and what the pass cost.
+per task); this module returns the memory, what the pass cost, and the final prompt's
+layout (`PassResult.final_prompt`) that keeps the pass's cached prefix.
 """
 
 from __future__ import annotations
@@ -56,10 +57,18 @@ class PassResult:
     accounting: Accounting = field(default_factory=Accounting)
     rejected: list[Rejected] = field(default_factory=list)
     cancelled: bool = False
+    builder: PromptBuilder | None = None  # the pass's prompt layout, for the final answer call
 
     @property
     def applied(self) -> int:
         return sum(len(s.applied) for s in self.steps)
+
+    def final_prompt(self, instruction: str) -> list[int]:
+        """Tokens of the final answer call over this pass's memory; its task, schema, query and
+        memory are the step prompts' own tokens, so the call starts from their cached prefix."""
+        if self.builder is None:
+            raise ValueError("this pass result has no prompt layout")
+        return self.builder.final_prompt(self.memory, instruction).tokens
 
 
 def run_pass(
@@ -100,7 +109,7 @@ def run_pass(
             schema, ops=ops, typed=typed_grammar, targets=places, min_items=min_revisions, max_items=max_revisions))
 
     fixed = constraint_for(targets) if grammar and not callable(targets) else None
-    result = PassResult(memory=copy.deepcopy(base))
+    result = PassResult(memory=copy.deepcopy(base), builder=builder)
     for i, chunk in enumerate(chunks):
         if cancelled is not None and cancelled():
             result.cancelled = True

@@ -5,7 +5,9 @@ time (PRISM's chunks). At each chunk the model proposes revisions to a query mem
 `candidate_functions: {name -> {does, fit}}` (amendments encoding by default, so the
 task, query, schema and earlier amendments stay a cached prefix). A final call reads
 the memory and names one entry under a grammar that only admits memory keys. All
-candidates are returned: the chosen one first, the rest in retrieval order.
+candidates are returned in retrieval order, except that the answer moves to the front
+when the memory rates it a strong fit and better than retrieval's first (`promotable`):
+a 0.5B model's verdict is weaker evidence than retrieval's ranking unless it is emphatic.
 
 Two views of a candidate: its whole body, or its precomputed note and signature
 (`notes_for`: the model's note where one is stored, else the deterministic one), which
@@ -46,9 +48,13 @@ TASK = ("You help find the one function of a repository that [QUERY] describes. 
         "[QUERY] describes, under its name exactly as written after ###: say in a few words "
         "what it does and rate how well that fits [QUERY].")
 
-ANSWER_SYSTEM = ("You pick the function that a description asks for. The memory lists candidate "
-                 "functions, what each does and how well it seemed to fit. Answer with JSON "
-                 '{"function": name}, name being one key of the memory.')
+# The final call (Algorithm 1, line 6) continues the pass's own prompt: its instruction
+# stands where a chunk would, so task, schema, query and memory come from the KV cache.
+ANSWER = ("Every candidate has been read; the memory holds those that could fit. Now do not "
+          "propose revisions: name the one function of the memory that does what [QUERY] "
+          'describes, the best fit. Answer with JSON {"function": name}, name being a key of '
+          "candidate_functions.")
+STRONG_FIT = 8  # nearer "does exactly what [QUERY] says" (10) than "similar job" (5)
 
 
 @dataclass(frozen=True)
@@ -61,11 +67,15 @@ class Candidate:
 @dataclass(frozen=True)
 class PrismSettings:
     candidates: int = 10  # retrieval's top-k handed to the pass
+    # Five per step, two kept: pairs with one kept (5 steps) raised the cache hit but
+    # doubled the decoding, which is what a query costs on a CPU, and the 0.5B kept the
+    # first of every pair, dropping needles at ranks 2 and 4.
     chunk_size: int = 5  # candidates per PRISM step
     view: str = "notes"  # "notes" | "bodies"
     encoding: Encoding = Encoding.AMENDMENTS
     allow_updates: bool = True
-    max_revisions: int = 2  # per step: the few candidates a step may keep
+    max_revisions: int = 2  # per step: the candidates a step may keep
+    strong_fit: int = STRONG_FIT  # the fit the model must give a candidate to move it above retrieval's first
     max_body_lines: int = 60  # a long body is cut; its head says what it does
     step_tokens: int = 120  # decoded per step at most
     answer_tokens: int = 40
@@ -117,10 +127,30 @@ def parse_answer(text: str, names: list[str]) -> str | None:
     return mentioned[0] if len(mentioned) == 1 else None
 
 
-def answer_prompt(session: LlamaSession, description: str, memory: dict) -> list[int]:
-    user = ("[QUERY]\n" + description.strip() + "\n\n[MEMORY]\n"
-            + json.dumps(memory, ensure_ascii=False, indent=1) + "\n\nWhich function does [QUERY] describe?")
-    return session.chatml([("system", ANSWER_SYSTEM), ("user", user)])
+def fit_of(entry: object) -> int | None:
+    """The fit a memory entry gives, or None when there is no entry (or no readable fit)."""
+    if not isinstance(entry, dict):
+        return None
+    fit = entry.get("fit")
+    return fit if isinstance(fit, int) and not isinstance(fit, bool) else None
+
+
+def promotable(order: list[str], memory: dict, strong_fit: int = STRONG_FIT) -> list[str]:
+    """Memory keys the model may move above retrieval's first candidate, in retrieval order.
+
+    Retrieval's order is the prior; the memory's verdict overrides it only when the model
+    rated a candidate a strong fit and strictly better than retrieval's first (a tie keeps
+    retrieval's choice; a first candidate the pass left out of the memory rates nothing).
+    """
+    if not order:
+        return []
+    top_fit = fit_of(memory.get(order[0]))
+    out = []
+    for key in order[1:]:
+        fit = fit_of(memory.get(key))
+        if fit is not None and fit >= strong_fit and (top_fit is None or fit > top_fit):
+            out.append(key)
+    return out
 
 
 def answer_grammar(names: list[str]):
@@ -188,28 +218,36 @@ def find_prism(session: LlamaSession, search: FunctionSearch, description: str, 
     accounting.add(passed.accounting)
     stats = {"view": settings.view, "encoding": settings.encoding.value, "updates": settings.allow_updates,
              "candidates": len(pool), "steps": len(passed.steps), "applied": passed.applied,
-             "rejected": len(passed.rejected), "memory_entries": len(memory),
+             "rejected": len(passed.rejected), "memory_entries": len(memory), "memory": memory,
+             "retrieval_order": keys, "step_rows": [s.accounting.as_row() for s in passed.steps],
              "parse_errors": sum(len(s.parse_errors) for s in passed.steps),
              "pass": passed.accounting.as_row(),
              "candidate_tokens": sum(len(session.tokenize_text(c.text)) for c in candidates)}
 
     names = [c.key for c in candidates if c.key in memory]
+    contenders = promotable(keys, memory, settings.strong_fit)
     chosen: str | None = None
-    if len(names) == 1:
-        chosen, stats["chosen_by"] = names[0], "only memory entry"
-    elif names:
-        gen = session.generate(answer_prompt(session, description, memory), max_tokens=settings.answer_tokens,
+    if not contenders:
+        # Whatever the answer named, retrieval's first would stay first: no call needed.
+        stats["chosen_by"] = "retrieval: no other candidate rated a strong fit"
+    else:
+        gen = session.generate(passed.final_prompt(ANSWER), max_tokens=settings.answer_tokens,
                                grammar=answer_grammar(names), cancelled=cancelled)
         accounting.add(gen.stats)
         stats["answer"] = gen.text
+        stats["answer_call"] = {"reused": gen.stats.reused, "encoded": gen.stats.encoded,
+                                "decoded": gen.stats.decoded}
         if gen.stats.finish_reason == "cancelled":
             raise Cancelled("find cancelled")
-        chosen = parse_answer(gen.text, names)
-        stats["chosen_by"] = "answer" if chosen else "fallback: the answer named no memory entry"
-        if chosen is None:
+        answer = parse_answer(gen.text, names)
+        if answer is None:
             log.info("prism answer named no candidate: %r", gen.text)
-    else:
-        stats["chosen_by"] = "fallback: the memory is empty"
+            stats["chosen_by"] = "retrieval: the answer named no memory entry"
+        elif answer in contenders:
+            chosen, stats["chosen_by"] = answer, "answer: a strong fit above retrieval's first"
+        else:
+            stats["chosen_by"] = ("retrieval: the answer is retrieval's first" if answer == keys[0]
+                                  else "retrieval: the answer was not rated above retrieval's first")
     emit("answer", f"answer: {chosen}" if chosen else "answer: none, retrieval order kept", n_steps + 1, n_steps + 1)
 
     beyond = [FoundFunction(f.name, f.qualname, f.path, f.start_line, f.end_line, f.score,
