@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import resource
 import statistics
+import subprocess
+import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -40,10 +43,18 @@ class RepoEvalResult:
     tasks: int
     scores: dict[str, ModeScore]
     warm_ms: list[float] = field(default_factory=list)
+    # Prompt tokens evaluated by the completion after one keystroke: what the latency
+    # follows, without the machine's load in it.
+    warm_encoded: list[int] = field(default_factory=list)
+    # The typed character plus the completion after it is the task's line: the keystroke
+    # prompt (typed text after the suffix) is scored too, not only timed.
+    warm_em: list[bool] = field(default_factory=list)
     restart_ms: list[float] = field(default_factory=list)
     reused: int = 0
     encoded: int = 0
-    peak_rss_mib: float = 0.0
+    peak_rss_mib: float = 0.0  # this process: the model and six project indexes
+    completion_rss_mib: float = 0.0  # one `prism-code complete` process on its own
+    load_average: tuple[float, float, float] = (0.0, 0.0, 0.0)
 
 
 def _blanked(task: CompletionTask, root: Path) -> tuple[str, int, int]:
@@ -74,7 +85,11 @@ def run(model: str, per_project: int, modes: list[str], restarts: int = 2,
                 if mode == TIMED_MODE:
                     result.reused += answer.reused
                     result.encoded += answer.encoded
-                    result.warm_ms.append(_keystroke(completer, task, text, line, col))
+                    warm = _keystroke(completer, task, text, line, col)
+                    result.warm_ms.append(warm.latency_ms)
+                    result.warm_encoded.append(warm.encoded)
+                    result.warm_em.append(exact_match(task.ground_truth.strip()[:1] + warm.completion,
+                                                      task.ground_truth.strip()))
                     if len(restart_tasks) < restarts:  # per project
                         completer.checkpoint()  # what the server does when the editor idles
                         restart_tasks.append((completer, task, text, line, col))
@@ -83,7 +98,39 @@ def run(model: str, per_project: int, modes: list[str], restarts: int = 2,
         index.close()
     session.close()
     result.peak_rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    first = tasks[0]
+    result.completion_rss_mib = completion_process_rss(
+        project_root(next(s for s in PROJECTS if s.package == first.project), cache), first,
+        model, threads, cache / "indexes")
+    result.load_average = os.getloadavg()
     return result
+
+
+# Linux keeps a process's peak RSS across exec, so a child forked from this big process
+# would report this process's peak: a small Python process starts the command and reports
+# the peak of its own child instead.
+_PEAK_OF_CHILD = (
+    "import resource, subprocess, sys\n"
+    "code = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL).returncode\n"
+    "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+    "sys.exit(code)\n"
+)
+
+
+def completion_process_rss(root: Path, task: CompletionTask, model: str, threads: int,
+                           index_dir: Path) -> float:
+    """Peak RSS (MiB) of `prism-code complete` run alone at a task's line, as an editor's CLI call.
+
+    The file is read from disk, so the line is not blanked: the memory is what is measured.
+    """
+    command = [sys.executable, "-m", "prism_code.cli", "complete", str(root), task.path,
+               str(task.line), str(len(task.indent) + 1), "--model", model,
+               "--threads", str(threads), "--cache-dir", str(index_dir), "--json"]
+    done = subprocess.run([sys.executable, "-c", _PEAK_OF_CHILD, *command],
+                          capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"prism-code complete failed ({done.returncode}): {done.stderr[-400:]}")
+    return int(done.stdout.split()[-1]) / 1024
 
 
 def _score(score: ModeScore, task: CompletionTask, answer: CompletionResult) -> None:
@@ -94,12 +141,13 @@ def _score(score: ModeScore, task: CompletionTask, answer: CompletionResult) -> 
     score.by_kind.setdefault(task.kind, []).append(hit)
 
 
-def _keystroke(completer: Completer, task: CompletionTask, text: str, line: int, col: int) -> float:
+def _keystroke(completer: Completer, task: CompletionTask, text: str, line: int,
+              col: int) -> CompletionResult:
     """Type the answer's first character and complete again: the warm path of an editor."""
     first = task.ground_truth.strip()[:1]
     lines = text.split("\n")
     lines[line - 1] += first
-    return completer.complete(task.path, "\n".join(lines), line, col + 1).latency_ms
+    return completer.complete(task.path, "\n".join(lines), line, col + 1)
 
 
 def _after_restart(session: LlamaSession, states: StateCache, pending: list, model: str,
@@ -145,8 +193,20 @@ def markdown(r: RepoEvalResult, command: str) -> str:
         f"p95 {_pct(r.warm_ms, 0.95):.0f} ms; first completion after a restart (state files) "
         f"p50 {_pct(r.restart_ms, 0.5):.0f} ms over {len(r.restart_ms)} places; "
         f"prompt tokens reused from the KV cache {100 * r.reused / total if total else 0:.0f}%; "
-        f"peak RSS {r.peak_rss_mib:.0f} MiB.",
+        f"peak RSS {r.peak_rss_mib:.0f} MiB (this process: model and six indexes).",
+        "",
+        _keystroke_line(r),
     ])
+
+
+def _keystroke_line(r: RepoEvalResult) -> str:
+    warm_em = sum(r.warm_em) / len(r.warm_em) if r.warm_em else 0.0
+    load = " / ".join(f"{x:.2f}" for x in r.load_average)
+    return (f"Prompt tokens evaluated by the completion after one keystroke (load-independent): "
+            f"p50 {_pct(r.warm_encoded, 0.5):.0f}, p95 {_pct(r.warm_encoded, 0.95):.0f}; "
+            f"EM of the line completed after that keystroke {warm_em:.3f}. "
+            f"Peak RSS of one `prism-code complete` process on its own: "
+            f"{r.completion_rss_mib:.0f} MiB. Load average at the end: {load}.")
 
 
 def chart(r: RepoEvalResult, path: Path) -> Path:
