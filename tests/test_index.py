@@ -200,7 +200,6 @@ def test_first_phase_publishes_the_edit_and_keeps_other_relations(repo, tmp_path
     index.close()
 
 
-
 def test_a_large_update_keeps_the_previous_graph_for_readers_until_it_publishes(repo, tmp_path):
     index = RepoIndex(repo, cache_dir=tmp_path / "cache")
     index.update()
