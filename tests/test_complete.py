@@ -47,7 +47,7 @@ def test_keystrokes_reuse_the_cache_and_restarts_use_state_files(index, model_se
     model_session.reset()
     completer = Completer(index, model_session, settings, states)
     first = completer.complete(NET, text, line, col)
-    typed = text.rstrip("\n") + "H"
+    typed = text.rstrip("\n") + "H\n"  # typed at the cursor; the newline after it stays
     second = completer.complete(NET, typed, line, col + 1)
     assert second.reused >= first.prompt_tokens - 12  # only the typed tail is evaluated again
     assert second.encoded < 12
@@ -57,3 +57,13 @@ def test_keystrokes_reuse_the_cache_and_restarts_use_state_files(index, model_se
     assert third.restored >= first.prompt_tokens - 12
     assert third.encoded < 12
     assert third.completion == first.completion
+
+
+def test_the_cursor_may_cut_a_token_and_the_completion_still_fits(index, model_session):
+    text, line, col = cursor_after_settings(index)  # `grace = settings.`: "." ends a token
+    head = text.rstrip("\n")
+    model_session.reset()
+    completer = Completer(index, model_session)
+    assert completer.complete(NET, text, line, col).completion.startswith("HANDSHAKE_GRACE")  # no space
+    typed = head + "HANDSH\n"  # mid-word
+    assert completer.complete(NET, typed, line, col + 6).completion.startswith("AKE_GRACE_PERIOD_MS")

@@ -62,13 +62,16 @@ def test_prompt_layout_budget_and_control_tokens(model_session):
                ("<|repo_name|>", "<|file_sep|>", "<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>")}
     assert prompt.tokens.count(special["<|fim_suffix|>"]) == 1  # the comment's copy is plain text
     assert prompt.tokens.count(special["<|fim_prefix|>"]) == 1
-    assert prompt.tokens[-1] == special["<|fim_middle|>"]
+    middle = prompt.tokens.index(special["<|fim_middle|>"])
+    assert middle + 1 == prompt.line_start
+    # the typed text opens the middle; its last token is left for the model (token healing)
+    assert tok.detokenize(prompt.tokens[middle + 1:]) + prompt.heal == "y = " and prompt.heal
     assert prompt.tokens[:len(prompt.stable)] == prompt.stable
     assert prompt.context == ["pkg/a.py:1-2", "pkg/b.py:1-3"]  # location order; huge one over budget
     prefix_part = prompt.tokens[prompt.tokens.index(special["<|fim_prefix|>"]) + 1:
                                 prompt.tokens.index(special["<|fim_suffix|>"])]
     assert len(prefix_part) <= 100 + 8
-    assert tok.detokenize(prefix_part).endswith("x = 1\ny = ")
+    assert tok.detokenize(prefix_part).endswith("x = 1\nx = 1\n")
 
 
 @pytest.mark.model
@@ -81,7 +84,10 @@ def test_prompt_ends_at_the_line_start_when_the_cursor_is_in_indentation(model_s
     assert indented.held_indent == "    " and at_start.held_indent == ""
     typed = build_prompt(tok, "demo", "m.py", "def f(x):\n    ret", "\n", [], FimBudget())
     assert typed.held_indent is None
-    assert tok.detokenize(typed.tokens[:typed.tokens.index(suffix_marker)]).endswith("def f(x):\n    ret")
+    assert tok.detokenize(typed.tokens[:typed.tokens.index(suffix_marker)]).endswith("def f(x):\n")
+    assert typed.tokens[:typed.line_start] == at_start.tokens
+    assert tok.detokenize(typed.tokens[typed.line_start:]) + typed.heal == "    ret"
+    assert typed.heal.endswith("ret")
 
 
 # A blanked line inside a small function followed by more code, as in RepoEval: the model

@@ -12,17 +12,21 @@ so the first request after a restart evaluates about as little as a keystroke do
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 from prism_code.index import RepoIndex
 from prism_code.llm.backend import CompletionBackend
-from prism_code.llm.runtime import common_prefix
+from prism_code.llm.gbnf import starts_with
+from prism_code.llm.runtime import GenerationStats, common_prefix
 from prism_code.llm.state_cache import StateCache
 from prism_code.retrieval.windows import RetrievedWindow, WindowRetriever
 from prism_code.tasks.fim import (STOP_MARKERS, FimBudget, FimPrompt, build_prompt,
                                   finish_completion, split_at_cursor, wants_block)
+
+log = logging.getLogger(__name__)
 
 # FragRel's paper uses alpha = 0.5 for RepoEval; docs/benchmarks.md has our measurement.
 DEFAULT_COMPLETION_ALPHA = 0.5
@@ -103,6 +107,30 @@ class Completer:
             return 0
         return self.state_cache.restore_longest_prefix(self.session, prompt.tokens)
 
+    def _generate(self, prompt: FimPrompt, max_tokens: int, stop: list[str],
+                  cancelled: Callable[[], bool] | None) -> tuple[str, GenerationStats]:
+        """The model's text after the cursor; with `prompt.heal`, the typed text the prompt
+        left out is written first, a token at a time under a grammar, then cut off again."""
+        healed: list[int] = []
+        steps = []
+        written = ""
+        while len(written) < len(prompt.heal):
+            step = self.session.generate([*prompt.tokens, *healed], max_tokens=1,
+                                         grammar=starts_with(prompt.heal[len(written):]),
+                                         cancelled=cancelled)
+            steps.append(step.stats)
+            if not step.tokens:
+                return "", _merged(steps)  # cancelled, or the model chose to end
+            healed += step.tokens
+            written = self.session.detokenize(healed)
+            if not (written.startswith(prompt.heal) or prompt.heal.startswith(written)):
+                log.warning("token healing wrote %r for %r; no completion", written, prompt.heal)
+                return "", _merged(steps)
+        rest = self.session.generate([*prompt.tokens, *healed], max_tokens=max_tokens - len(healed),
+                                     stop=stop, cancelled=cancelled)
+        steps.append(rest.stats)
+        return written[len(prompt.heal):] + rest.text, _merged(steps)
+
     def checkpoint(self) -> bool:
         """Save the KV state up to the cursor's line of the last request (idle time, exit)."""
         prompt = self._last_prompt
@@ -134,16 +162,21 @@ class Completer:
         windows = self._retrieve(path, prefix)
         prompt = self._prompt(path, prefix, suffix, windows)
         restored = self._restore(prompt)
-        generation = self.session.generate(prompt.tokens, max_tokens=max_tokens, stop=stop,
-                                           cancelled=cancelled)
+        text, stats = self._generate(prompt, max_tokens, stop, cancelled)
         for _ in range(self.settings.iterations - 1):
-            windows = self._retrieve(path, prefix, draft=generation.text)
+            windows = self._retrieve(path, prefix, draft=text)
             prompt = self._prompt(path, prefix, suffix, windows)
-            generation = self.session.generate(prompt.tokens, max_tokens=max_tokens, stop=stop,
-                                               cancelled=cancelled)
-        stats = generation.stats
+            text, stats = self._generate(prompt, max_tokens, stop, cancelled)
         return CompletionResult(
-            completion=finish_completion(generation.text, suffix, max_lines, prompt.held_indent),
+            completion=finish_completion(text, suffix, max_lines, prompt.held_indent),
             latency_ms=round((time.perf_counter() - started) * 1000, 1),
             context=prompt.context, prompt_tokens=len(prompt.tokens), reused=stats.reused,
             encoded=stats.encoded, decoded=stats.decoded, restored=restored)
+
+
+def _merged(steps: list[GenerationStats]) -> GenerationStats:
+    """One request's figures from its model calls: reuse as the first call found the cache."""
+    first, last = steps[0], steps[-1]
+    return GenerationStats(first.prompt_tokens, first.reused, sum(s.encoded for s in steps),
+                           sum(s.decoded for s in steps), sum(s.prefill_ms for s in steps),
+                           sum(s.decode_ms for s in steps), last.finish_reason)

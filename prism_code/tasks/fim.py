@@ -4,13 +4,20 @@ Layout (what changes least comes first, so consecutive requests share a cached p
 
     <|repo_name|>name \\n <|file_sep|>path \\n text ...   (retrieved windows)
     <|file_sep|>current/path \\n
-    <|fim_prefix|>prefix<|fim_suffix|>suffix<|fim_middle|>
+    <|fim_prefix|>lines above<|fim_suffix|>suffix<|fim_middle|>cursor's line up to the cursor
+
+The hole starts at the beginning of the cursor's line, and what is typed on that line
+stands as the start of the model's middle. It is the same fill-in-the-middle request
+(training picks middles at any character), but a keystroke now only appends to the
+prompt: the suffix, which the cursor does not move while typing, stays in the KV cache
+instead of being evaluated again after every typed character (~250 tokens, >1 s on
+this machine's CPU with the 0.5B model; docs/benchmarks.md).
 
 Repository and user text is tokenized with special tokens disabled; only the markers are
 control tokens.
 
-When the cursor sits in the indentation of an otherwise empty line, the prompt's prefix
-ends at the start of that line and the model writes the indentation itself. Qwen's
+When the cursor sits in the indentation of an otherwise empty line, the middle starts
+empty and the model writes the indentation itself. Qwen's
 tokenizer joins the last indentation space to the word after it (" if", " return"), so a
 prompt that ends in a bare run of spaces asks for a token boundary the model never saw
 in training, and it often answered with what follows the suffix instead of the line
@@ -48,10 +55,13 @@ class FimPrompt:
     stable: list[int]  # repository name, retrieved context and the current path
     tokens: list[int]  # stable + the prefix/suffix part
     context: list[str]  # labels of the windows that fit the budget
-    line_start: int  # where the cursor's line begins: what a keystroke leaves cached
+    line_start: int  # where the text typed on the cursor's line begins: what a keystroke leaves cached
     # Indentation typed before the cursor but left out of the prompt (see module doc);
     # None when the cursor's line has code before the cursor and the prompt ends there.
     held_indent: str | None = None
+    # The text of the last typed token, left out of the prompt: the model writes it again
+    # under a grammar, so its first token may run past the cursor (token healing, below).
+    heal: str = ""
 
 
 class Tokenizer(Protocol):
@@ -60,6 +70,8 @@ class Tokenizer(Protocol):
     def tokenize_text(self, text: str) -> list[int]: ...
 
     def special_token(self, name: str) -> int: ...
+
+    def detokenize(self, tokens: Sequence[int]) -> str: ...
 
 
 def split_at_cursor(text: str, line: int, col: int) -> tuple[str, str]:
@@ -134,15 +146,33 @@ def build_prompt(tok: Tokenizer, repo_name: str, path: str, prefix: str, suffix:
     # tokens of the lines above, which stay in the KV cache.
     earlier, newline, current = prefix.rpartition("\n")
     head = _tail_lines(tok.tokenize_text, earlier + "\n", budget.prefix_tokens) if newline else []
-    tokens = [*stable, tok.special_token("<|fim_prefix|>"), *head]
+    tokens = [*stable, tok.special_token("<|fim_prefix|>"), *head,
+              tok.special_token("<|fim_suffix|>"),
+              *_head_lines(tok.tokenize_text, suffix, budget.suffix_tokens),
+              tok.special_token("<|fim_middle|>")]
     line_start = len(tokens)
     held = None if current.strip() else current
-    tokens += [*tok.tokenize_text("" if held is not None else current),
-               tok.special_token("<|fim_suffix|>"),
-               *_head_lines(tok.tokenize_text, suffix, budget.suffix_tokens),
-               tok.special_token("<|fim_middle|>")]
+    heal = ""
+    if held is None:
+        typed, heal = _heal(tok, current)
+        tokens += typed
     return FimPrompt(stable=stable, tokens=tokens, context=[label for label, _ in chosen],
-                     line_start=line_start, held_indent=held)
+                     line_start=line_start, held_indent=held, heal=heal)
+
+
+def _heal(tok: Tokenizer, typed: str) -> tuple[list[int], str]:
+    """Tokens of the typed text without its last token, and that token's text.
+
+    The cursor usually cuts a word: "        r" ends in the token " r", which the model
+    saw followed by "eturn" almost never, because " return" is one token. Left out and
+    written again under a grammar that starts the output with " r", the model can choose
+    " return" (the token-healing trick of Microsoft's guidance library).
+    """
+    ids = tok.tokenize_text(typed)
+    kept = tok.detokenize(ids[:-1])
+    if not typed.startswith(kept) or len(kept) == len(typed):
+        return ids, ""  # a token that does not end on a character boundary: no healing
+    return ids[:-1], typed[len(kept):]
 
 
 _CLOSERS = set(")]}>\"'`;,")

@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 import llama_cpp
 
 from prism_code.cancel import Cancelled
+from prism_code.llm.gbnf import gbnf_literal
 from prism_code.llm.runtime import LlamaSession
 from prism_code.memory.accounting import Accounting
 from prism_code.tasks.find_events import FindEvent, FindListener
@@ -135,15 +136,11 @@ def segment_bounds(n: int, first: int, size: int) -> list[tuple[int, int]]:
     return bounds
 
 
-def _gbnf_literal(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
-
-
 def name_grammar(labels: Sequence[str], tail_key: str, chars: int) -> llama_cpp.LlamaGrammar:
     """Continues after an opening quote: one of `labels`, then `", "<tail_key>": "<text>"}`."""
-    names = " | ".join(_gbnf_literal(label) for label in labels)
-    between = _gbnf_literal(f'", "{tail_key}": "')
-    close = _gbnf_literal('"}')
+    names = " | ".join(gbnf_literal(label) for label in labels)
+    between = gbnf_literal(f'", "{tail_key}": "')
+    close = gbnf_literal('"}')
     gbnf = (f"root ::= name {between} text {close}\n"
             f"name ::= {names}\n"
             f"text ::= [^\"\\\\\\n]{{0,{chars}}}\n")
