@@ -120,3 +120,21 @@ def test_fim_fills_a_blanked_loop_header_in_a_real_function(model_session):
                           FimBudget())
     out = model_session.generate(prompt.tokens, max_tokens=32, stop=[*STOP_MARKERS, "\n"])
     assert finish_completion(out.text, _HASH_FILES_AFTER, 1, prompt.held_indent) == "for path in paths:"
+
+
+@pytest.mark.model
+def test_moving_down_a_line_keeps_the_cached_start_of_a_long_prefix(model_session):
+    tok = model_session
+    body = "".join(f"    total_{i} = compute(values[{i}], scale={i % 7})\n" for i in range(400))
+    text = "def long_function(values):\n" + body
+    lines = text.split("\n")
+    suffix_marker = tok.special_token("<|fim_suffix|>")
+    prompts = []
+    for cursor_line in range(300, 340):  # the prefix is far over its budget
+        prefix = "\n".join(lines[:cursor_line - 1]) + "\n    "
+        prompts.append(build_prompt(tok, "demo", "m.py", prefix, "\n", [], FimBudget(prefix_tokens=512)))
+    heads = [p.tokens[:p.tokens.index(suffix_marker)] for p in prompts]
+    kept = sum(b[:len(a)] == a for a, b in zip(heads, heads[1:]))
+    assert kept >= len(heads) - 4  # the start moves once per HEAD_STEP_LINES lines
+    assert all(200 <= len(h) <= 512 + 12 for h in heads)
+    assert all(tok.detokenize(h).endswith(lines[n - 2] + "\n") for h, n in zip(heads, range(300, 340)))
