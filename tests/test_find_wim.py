@@ -79,7 +79,8 @@ def test_wim_puts_the_described_function_first_and_streams_margins(model_session
     stats = outcome.stats
     assert stats["segments"] == len(margins)
     assert stats["margins_kept"] + stats["margins_dropped"] == stats["segments"]
-    assert stats["first_event_ms"] is not None and stats["first_event_ms"] > 0
+    assert events[0].stage == "retrieval" and "top: " in events[0].message  # before any model work
+    assert 0 < stats["first_event_ms"] < stats["first_margin_ms"]
     assert outcome.accounting is not None and outcome.accounting.decoded > 0
 
 

@@ -31,6 +31,7 @@ class WimNeedle:
     retrieval_rank: int | None  # among retrieval's candidates
     ms: float
     first_event_ms: float | None
+    first_margin_ms: float | None
     margins_kept: int
     margins_dropped: int
     early_exit: bool
@@ -51,6 +52,7 @@ class WimBenchResult:
         n = len(self.needles) or 1
         lat = sorted(x.ms / 1000 for x in self.needles) or [0.0]
         first = sorted(x.first_event_ms / 1000 for x in self.needles if x.first_event_ms is not None) or [0.0]
+        margin = sorted(x.first_margin_ms / 1000 for x in self.needles if x.first_margin_ms is not None) or [0.0]
         return {
             "needles": len(self.needles),
             "top1": round(sum(1 for x in self.needles if x.found_rank == 1) / n, 3),
@@ -60,6 +62,7 @@ class WimBenchResult:
             "p90_s": round(_p90(lat), 2),
             "first_event_p50_s": round(statistics.median(first), 2),
             "first_event_p90_s": round(_p90(first), 2),
+            "first_margin_p50_s": round(statistics.median(margin), 2),
             "margins_kept": sum(x.margins_kept for x in self.needles),
             "margins_dropped": sum(x.margins_dropped for x in self.needles),
             "early_exits": sum(1 for x in self.needles if x.early_exit),
@@ -91,7 +94,7 @@ def _rank(results: list, needle: Needle) -> int | None:
 
 
 def run_wim_bench(haystacks: list[Haystack], index_cache: Path, limit: int = 20,
-                  model: str = "qwen2.5-coder-0.5b", candidates: int = 20, early_exit: bool = True,
+                  model: str = "qwen2.5-coder-0.5b", candidates: int = 10, early_exit: bool = True,
                   threads: int = 2, settings: WimSettings | None = None) -> WimBenchResult:
     """Run find_wim on `limit` needles (round-robin over repositories) with one model session."""
     import os
@@ -120,7 +123,8 @@ def run_wim_bench(haystacks: list[Haystack], index_cache: Path, limit: int = 20,
                     acc = outcome.accounting
                     item = WimNeedle(
                         needle.instance_id, _rank(outcome.results, needle), _rank(retrieved, needle), ms,
-                        outcome.stats.get("first_event_ms"), outcome.stats["margins_kept"],
+                        outcome.stats.get("first_event_ms"), outcome.stats.get("first_margin_ms"),
+                        outcome.stats["margins_kept"],
                         outcome.stats["margins_dropped"], outcome.stats["early_exit"],
                         acc.encoded if acc else 0, acc.decoded if acc else 0, outcome.stats.get("margins", []))
                     result.needles.append(item)

@@ -116,6 +116,7 @@ class WimRun:
     answer: str | None = None  # label the run settled on
     answer_reason: str = ""
     first_event_ms: float | None = None
+    first_margin_ms: float | None = None
 
 
 def candidate_labels(found: Sequence[FoundFunction]) -> list[str]:
@@ -352,7 +353,7 @@ def fit_settings(session: LlamaSession, settings: WimSettings, candidates: int) 
 
 
 def find_wim(session: LlamaSession, search: FunctionSearch, description: str, *, top: int = 10,
-             candidates: int = 20, on_event: FindListener | None = None,
+             candidates: int = 10, on_event: FindListener | None = None,
              cancelled: Callable[[], bool] | None = None, early_exit: bool = True,
              settings: WimSettings | None = None) -> FindOutcome:
     """WiM over retrieval's top `candidates`; returns them all (answer first), cut to max(top, 1)."""
@@ -365,11 +366,17 @@ def find_wim(session: LlamaSession, search: FunctionSearch, description: str, *,
     total = len(bounds) + 1
 
     def emit(stage: str, message: str, done: int) -> None:
+        now = (time.perf_counter() - started) * 1000
         if run.first_event_ms is None:
-            run.first_event_ms = (time.perf_counter() - started) * 1000
+            run.first_event_ms = now
+        if stage == "margin" and run.first_margin_ms is None:
+            run.first_margin_ms = now
         if on_event is not None:
             on_event(FindEvent("wim", stage, message, done, total))
 
+    # Retrieval's ranking is already an answer: shown at once, the margins then refine it.
+    emit("retrieval", f"{len(found)} candidates from retrieval; top: {found[0].qualname}" if found
+         else "no functions indexed", 0)
     cands = build_candidates(session, search, found, settings)
     if cands:
         reader = WimReader(session, description, cands, settings, accounting, cancelled)
@@ -395,6 +402,7 @@ def find_wim(session: LlamaSession, search: FunctionSearch, description: str, *,
         "segments": len(run.margins),
         "segments_planned": len(bounds),
         "first_event_ms": round(run.first_event_ms, 1) if run.first_event_ms is not None else None,
+        "first_margin_ms": round(run.first_margin_ms, 1) if run.first_margin_ms is not None else None,
         "answer": run.answer,
         "margins": [{"segment": m.segment, "p_relevant": round(m.p_relevant, 3), "function": m.label,
                      "why": m.why} for m in run.margins],
