@@ -31,7 +31,7 @@ from prism_code.retrieval.dense import ModelUnavailable
 from prism_code.store import default_cache_dir
 from prism_code.tasks.find_events import FindEvent
 from prism_code.tasks.find_strategies import MODEL_STRATEGIES
-from server import commands, completion_items, heap
+from server import commands, completion_items, heap, stdio
 from server.bridge import FIND_PROGRESS, NOTES_PROGRESS, ClientBridge, ClientLogHandler
 from server.cancellation import CancellableProtocol
 from server.completion_engine import CompletionEngine, CompletionRequest, last_code_position
@@ -195,10 +195,6 @@ async def initialized(ls: PrismServer, params: types.InitializedParams) -> None:
     # What was imported lives as long as the process: the collector need not walk it again.
     heap.settle(force=True)
     ls.open_workspaces()
-    # Hovers read notes through the memory modules, which load llama.cpp's library (~0.4 s):
-    # importing them now keeps that off the first hover.
-    ls.pool.submit(lambda: (importlib.import_module("prism_code.memory.cok"),
-                            heap.settle(force=True)))
     if ls.settings.completion_enabled and ls.completions is not None:
         # Loading takes ~0.7 s, mostly reading the file: overlapping it with indexing
         # takes it off the first completion.
@@ -505,5 +501,9 @@ def main(argv: list[str] | None = None) -> int:
         # Every debounced edit rescans the workspace: its summary line would flood the log.
         logging.getLogger("prism_code.workspace").setLevel(logging.WARNING)
     logging.getLogger("pygls.protocol.json_rpc").addFilter(_ClientMistakes())
-    SERVER.start_io(sys.stdin.buffer, protocol_out)
+    # Hovers read notes through the memory modules, which load llama.cpp's library (~0.4 s).
+    # Imported once requests flowed, they held the import lock the first hovers waited on
+    # and competed for the GIL with the start of indexing: import them before serving.
+    importlib.import_module("prism_code.memory.cok")
+    stdio.start_io(SERVER, sys.stdin.buffer, protocol_out)
     return 0
