@@ -94,6 +94,8 @@ def _find_with_model(args: argparse.Namespace, search) -> list:
     options = {"view": args.view} if args.strategy == "prism" and args.view else {}
     if args.candidates and args.strategy in ("prism", "wim"):
         options["candidates"] = args.candidates
+    if args.strategy == "prism" and args.evidence:
+        options["evidence"] = args.evidence
     session = LlamaSession.open(args.model, n_threads=args.threads or threads_for_now())
     try:
         outcome = run_find(args.strategy, search, args.description, top=args.top, session=session,
@@ -221,6 +223,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, help="llama.cpp threads (default: one per core other processes leave free)")
     p.add_argument("--view", choices=["notes", "bodies"], help="prism: show candidates as notes or whole bodies")
     p.add_argument("--candidates", type=int, help="prism, wim: how many of retrieval's top functions the model reads")
+    p.add_argument("--evidence", choices=["likelihood", "fit"],
+                   help="prism: what may move a candidate above retrieval's first (default likelihood)")
     p.set_defaults(func=cmd_find)
 
     p = sub.add_parser("related", help="fragments FragRel relates to a location")

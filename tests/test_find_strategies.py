@@ -84,11 +84,11 @@ def test_the_memory_moves_a_candidate_above_retrieval_only_on_a_strong_better_fi
 
 
 @pytest.mark.model
-def test_prism_picks_the_described_function_and_reports_progress(search, model_session):
+def test_prism_by_memory_fit_picks_the_described_function_and_reports_progress(search, model_session):
     events = []
     # Small on purpose (4 candidates, 2 steps, one revision each): the machine is a 2-core CPU.
     outcome = run_find("prism", search, ORDER_TOTAL, top=4, session=model_session, on_event=events.append,
-                       candidates=4, chunk_size=2, max_revisions=1, step_tokens=80)
+                       candidates=4, chunk_size=2, max_revisions=1, step_tokens=80, evidence="fit")
     # Which function the 0.5B model picks is measured by the RepoQA benchmark, not asserted here:
     # the answer must be a candidate the pass kept, named first, with the others still listed.
     first = outcome.results[0]
@@ -96,7 +96,7 @@ def test_prism_picks_the_described_function_and_reports_progress(search, model_s
     memory = outcome.stats["memory"]
     if outcome.stats["chosen_by"].startswith("answer"):
         # The model overrode retrieval: only with a strong fit above retrieval's first.
-        assert first.reason.startswith("PRISM answer")
+        assert first.reason.startswith("chosen by PRISM")
         top_fit = fit_of(memory.get(retrieval_first.qualname))
         assert fit_of(memory[first.qualname]) >= STRONG_FIT
         assert top_fit is None or fit_of(memory[first.qualname]) > top_fit
@@ -110,6 +110,21 @@ def test_prism_picks_the_described_function_and_reports_progress(search, model_s
     assert outcome.stats["steps"] == 2 and outcome.stats["memory_entries"] >= 1
     assert outcome.accounting.decoded > 0
     assert outcome.stats["pass"]["reused"] > 0  # the second step reuses the first one's prefix
+
+
+@pytest.mark.model
+def test_prism_by_likelihood_keeps_the_described_function_first(search, model_session):
+    events = []
+    outcome = run_find("prism", search, ORDER_TOTAL, top=4, session=model_session, on_event=events.append,
+                       candidates=4, chunk_size=2, max_revisions=1, step_tokens=80)
+    likelihood = outcome.stats["likelihood"]
+    assert set(likelihood) == {r.qualname for r in outcome.results}
+    assert max(likelihood, key=likelihood.get) == "total_price" == outcome.results[0].qualname
+    assert "description log-prob" in outcome.results[0].reason
+    assert [e.stage for e in events] == ["retrieval", "step", "step", "likelihood", "answer"]
+    # The pass decoded its revisions; the likelihood only evaluated prompts (one call per candidate).
+    assert outcome.accounting.calls == outcome.stats["steps"] + 4
+    assert outcome.accounting.decoded == sum(row["decoded"] for row in outcome.stats["step_rows"])
 
 
 @pytest.mark.model
@@ -140,5 +155,5 @@ def test_cli_prism_prints_the_json_contract_and_progress(tmp_path):
     assert results and all(set(r) == CONTRACT for r in results)
     assert {"qualname": "total_price", "path": "calc/report.py"}.items() <= next(
         r for r in results if r["qualname"] == "total_price").items()
-    assert results[0]["reason"].startswith(("PRISM answer", "not kept", "in PRISM memory"))
+    assert results[0]["reason"].startswith(("chosen by", "not kept", "in PRISM memory"))
     assert "[prism" in out.stderr and "answer:" in out.stderr

@@ -17,6 +17,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--limit", type=int, help="model strategies: only this many needles (round-robin over repos)")
     p.add_argument("--view", choices=["notes", "bodies"], help="prism: how candidates are shown")
+    p.add_argument("--evidence", choices=["likelihood", "fit"],
+                   help="prism: what may move a candidate above retrieval's first (default likelihood)")
     p.add_argument("--ablation", type=int, default=0, metavar="N",
                    help="prism: also run the four encodings (Table 3) on the first N needles")
     p.add_argument("--token-budget", type=int, help="long-context: code tokens in the prompt at most")
@@ -134,6 +136,8 @@ def _repoqa_strategy(args: argparse.Namespace, haystacks, index_cache: Path, com
     options = {}
     if args.strategy == "prism" and args.view:
         options["view"] = args.view
+    if args.strategy == "prism" and args.evidence:
+        options["evidence"] = args.evidence
     if args.strategy == "long-context" and args.token_budget:
         options["token_budget"] = args.token_budget
     result = repoqa_strategies.run(haystacks, index_cache, args.strategy, args.model, limit=args.limit,
@@ -142,6 +146,7 @@ def _repoqa_strategy(args: argparse.Namespace, haystacks, index_cache: Path, com
     print(body)
     if args.write:
         suffix = (f"-{args.view}" if args.strategy == "prism" and args.view else "") + (
+            f"-{args.evidence}" if args.strategy == "prism" and args.evidence else "") + (
             "-ablation" if args.ablation else "")
         write_section(args.write, f"repoqa-{args.strategy}-{args.model}{suffix}", body)
     return 0

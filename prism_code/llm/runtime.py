@@ -15,10 +15,11 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import llama_cpp
+import numpy as np
 from llama_cpp import _internals
 
 from .vocab import Vocabulary
@@ -60,6 +61,19 @@ class Generation:
     text: str
     tokens: list[int]
     stats: GenerationStats
+    # Per sampled token, the log-probabilities of the `watch` tokens the caller asked for
+    # (softmax over the whole vocabulary, before the grammar): how sure the model was,
+    # where the sampled token alone only says what won.
+    watched: list[tuple[float, ...]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Scored:
+    logprobs: list[float]  # one per continuation token
+    reused: int
+    encoded: int
+    cancelled: bool = False
+    ms: float = 0.0
 
 
 @dataclass
@@ -289,10 +303,12 @@ class LlamaSession:
         temperature: float = 0.0,
         cancelled: Cancelled | None = None,
         seed: int | None = None,
+        watch: Sequence[int] = (),
     ) -> Generation:
         """Continue `prompt_tokens`; the text is cut before the first stop string.
 
-        Afterwards the cache holds the prompt and the generated tokens except the last
+        `watch`: token ids whose log-probabilities are recorded at every sampled position
+        (`Generation.watched`). Afterwards the cache holds the prompt and the generated tokens except the last
         one sampled, so a follow-up prompt that quotes the answer reuses it.
         """
         prompt = list(prompt_tokens)
@@ -309,11 +325,15 @@ class LlamaSession:
             text = bytearray()
             finish = "length"
             sampler = self._sampler(grammar, temperature, seed)
+            watch = list(watch)
+            watched: list[tuple[float, ...]] = []
             try:
                 while len(out) < max_tokens:
                     if cancelled is not None and cancelled():
                         finish = "cancelled"
                         break
+                    if watch:
+                        watched.append(self._log_probs(watch))
                     token = sampler.sample(self._llm._ctx, -1)
                     if self.is_eog(token):
                         finish = "eos"
@@ -336,7 +356,56 @@ class LlamaSession:
             self.counters.decoded += len(out)
             self.counters.decode_ms += ms
             stats = GenerationStats(len(prompt), pre.reused, pre.encoded, len(out), pre.ms, ms, finish)
-            return Generation(text.decode("utf-8", errors="replace"), out, stats)
+            return Generation(text.decode("utf-8", errors="replace"), out, stats, watched[:len(out)])
+
+    def continuation_logprobs(self, prefix: Sequence[int], continuation: Sequence[int],
+                              cancelled: Cancelled | None = None) -> Scored:
+        """log P(each continuation token | everything before it), read in one forward pass.
+
+        The prefix is synced like a prompt (its cached head reused); the continuation is then
+        evaluated with logits kept at every position, and stays in the cache afterwards.
+        Counted as encoded tokens: nothing is sampled.
+        """
+        prefix, continuation = list(prefix), list(continuation)
+        if not prefix or not continuation:
+            raise ValueError("prefix and continuation must both be non-empty")
+        if len(continuation) > self.n_batch:
+            raise ValueError(f"continuation of {len(continuation)} tokens exceeds the batch of {self.n_batch}")
+        with self._lock:
+            # The last prefix token is evaluated again with the continuation: its logits
+            # predict the continuation's first token.
+            pre = self._sync(prefix[:-1], need_logits=False, cancelled=cancelled)
+            if pre.cancelled:
+                return Scored([], pre.reused, pre.encoded, True)
+            batch = prefix[-1:] + continuation[:-1]
+            if len(self.tokens) + len(batch) > self.n_ctx:
+                raise ContextOverflow(f"prompt of {len(prefix) + len(continuation)} tokens does not fit the context of {self.n_ctx}")
+            t0 = time.perf_counter()
+            n_past = len(self.tokens)
+            self._llm._batch.set_batch(batch=batch, n_past=n_past, logits_all=True)
+            self._llm._ctx.decode(self._llm._batch)
+            self._llm.input_ids[n_past:n_past + len(batch)] = batch
+            self._llm.n_tokens = n_past + len(batch)
+            self.tokens.extend(batch)
+            self._logits_ready = True
+            n_vocab = self._llm.n_vocab()
+            out = []
+            for i, token in enumerate(continuation):
+                row = np.ctypeslib.as_array(self._llm._ctx.get_logits_ith(i), shape=(n_vocab,))
+                top = float(row.max())
+                out.append(float(row[token]) - top - float(np.log(np.exp(row - top).sum())))
+            self.counters.encoded += len(batch)
+            ms = (time.perf_counter() - t0) * 1000
+            self.counters.prefill_ms += ms
+            return Scored(out, pre.reused, pre.encoded + len(batch), False, pre.ms + ms)
+
+    def _log_probs(self, ids: list[int]) -> tuple[float, ...]:
+        # The logits of the last decoded position, as the sampler is about to read them.
+        n_vocab = self._llm.n_vocab()
+        logits = np.ctypeslib.as_array(self._llm._ctx.get_logits_ith(-1), shape=(n_vocab,))
+        top = float(logits.max())
+        log_total = top + float(np.log(np.exp(logits - top).sum()))
+        return tuple(float(logits[i]) - log_total for i in ids)
 
     # --- sequence state (KV of this session's sequence, without logits) -----------------
 

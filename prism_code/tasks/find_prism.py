@@ -6,8 +6,15 @@ time (PRISM's chunks). At each chunk the model proposes revisions to a query mem
 task, query, schema and earlier amendments stay a cached prefix). A final call reads
 the memory and names one entry under a grammar that only admits memory keys. All
 candidates are returned in retrieval order, except that the answer moves to the front
-when the memory rates it a strong fit and better than retrieval's first (`promotable`):
-a 0.5B model's verdict is weaker evidence than retrieval's ranking unless it is emphatic.
+when the evidence says so. Two kinds of evidence (`PrismSettings.evidence`):
+
+- "likelihood" (default): after the pass, how likely the model finds the user's
+  description as its own description of each candidate's body (query_likelihood); the
+  best moves above retrieval's first only when it beats it by a margin per token. The
+  0.5B's memory fits are flat (nearly always 1) and, read as probabilities, follow the
+  candidate's position in the chunk, not the candidate; the likelihood does not.
+- "fit": the memory's fits and the final answer call: the answer moves up only when the
+  memory rates it a strong fit and better than retrieval's first (`promotable`).
 
 Two views of a candidate: its whole body, or its precomputed note and signature
 (`notes_for`: the model's note where one is stored, else the deterministic one), which
@@ -37,10 +44,12 @@ from prism_code.memory.schemas import CandidateMatch, CandidateMatches
 from prism_code.tasks.find_events import FindEvent, FindListener
 from prism_code.tasks.find_function import FoundFunction, FunctionSearch
 from prism_code.tasks.find_strategies import FindOutcome
+from prism_code.tasks.query_likelihood import description_likelihood, rank_by_likelihood
 
 log = logging.getLogger(__name__)
 
 VIEWS = ("notes", "bodies")
+EVIDENCE = ("likelihood", "fit")
 
 TASK = ("You help find the one function of a repository that [QUERY] describes. A search "
         "already picked some candidate functions; [TEXT] shows a few of them, each under a "
@@ -54,6 +63,9 @@ ANSWER = ("Every candidate has been read; the memory holds those that could fit.
           "propose revisions: name the one function of the memory that does what [QUERY] "
           'describes, the best fit. Answer with JSON {"function": name}, name being a key of '
           "candidate_functions.")
+# Chosen on RepoQA needles 21-40 (0.5B): the needle's gain over a wrong first was 0.25-0.51
+# nats/token, a wrong candidate's over a right first never above 0 (closest -0.03).
+LIKELIHOOD_MARGIN = 0.1
 STRONG_FIT = 8  # nearer "does exactly what [QUERY] says" (10) than "similar job" (5)
 
 
@@ -79,6 +91,10 @@ class PrismSettings:
     max_body_lines: int = 60  # a long body is cut; its head says what it does
     step_tokens: int = 120  # decoded per step at most
     answer_tokens: int = 40
+    evidence: str = "likelihood"  # "likelihood" | "fit": what may move a candidate above retrieval's first
+    likelihood_lines: int = 30  # body lines the likelihood reads: the head says what a function does
+    # Nats per description token the best candidate must gain over retrieval's first.
+    likelihood_margin: float = LIKELIHOOD_MARGIN
 
 
 def candidate_text(index: RepoIndex, found: FoundFunction, key: str, view: str,
@@ -175,6 +191,8 @@ def find_prism(session: LlamaSession, search: FunctionSearch, description: str, 
         settings = PrismSettings(**{**settings.__dict__, **overrides})
     if settings.view not in VIEWS:
         raise ValueError(f"unknown candidate view {settings.view!r}; choose from {', '.join(VIEWS)}")
+    if settings.evidence not in EVIDENCE:
+        raise ValueError(f"unknown evidence {settings.evidence!r}; choose from {', '.join(EVIDENCE)}")
 
     def emit(stage: str, message: str, done: int, total: int) -> None:
         if on_event is not None:
@@ -195,6 +213,8 @@ def find_prism(session: LlamaSession, search: FunctionSearch, description: str, 
         candidates = [Candidate(k, f, candidate_text(search.index, f, k, settings.view, store,
                                                      settings.max_body_lines))
                       for k, f in zip(keys, pool)]
+        bodies = [candidate_text(search.index, f, k, "bodies", store, settings.likelihood_lines)
+                  for k, f in zip(keys, pool)] if settings.evidence == "likelihood" else []
     finally:
         if own_store:
             store.close()
@@ -227,7 +247,11 @@ def find_prism(session: LlamaSession, search: FunctionSearch, description: str, 
     names = [c.key for c in candidates if c.key in memory]
     contenders = promotable(keys, memory, settings.strong_fit)
     chosen: str | None = None
-    if not contenders:
+    if settings.evidence == "likelihood":
+        emit("likelihood", f"scoring the description against {len(bodies)} candidate bodies", n_steps, n_steps + 1)
+        chosen = _by_likelihood(session, candidates, bodies, description, settings.likelihood_margin,
+                                accounting, stats, cancelled)
+    elif not contenders:
         # Whatever the answer named, retrieval's first would stay first: no call needed.
         stats["chosen_by"] = "retrieval: no other candidate rated a strong fit"
     else:
@@ -253,10 +277,29 @@ def find_prism(session: LlamaSession, search: FunctionSearch, description: str, 
     beyond = [FoundFunction(f.name, f.qualname, f.path, f.start_line, f.end_line, f.score,
                             f"beyond the {len(pool)} PRISM candidates; retrieval rank {len(pool) + n}")
               for n, f in enumerate(retrieved[len(pool):top], 1)]
-    return FindOutcome(_ranked(candidates, memory, chosen) + beyond, accounting, stats)
+    return FindOutcome(_ranked(candidates, memory, chosen, stats.get("likelihood")) + beyond, accounting, stats)
 
 
-def _ranked(candidates: list[Candidate], memory: dict, chosen: str | None) -> list[FoundFunction]:
+def _by_likelihood(session: LlamaSession, candidates: list[Candidate], bodies: list[str], description: str,
+                   margin: float, accounting: Accounting, stats: dict,
+                   cancelled: Callable[[], bool] | None) -> str | None:
+    """The key to move above retrieval's first by the description's likelihood, else None."""
+    scores = []
+    for body in bodies:
+        scored = description_likelihood(session, body, description, cancelled)
+        accounting.add(scored.stats)
+        scores.append(scored.mean_logprob)
+    stats["likelihood"] = {c.key: round(v, 4) for c, v in zip(candidates, scores)}
+    best = rank_by_likelihood(scores, margin)
+    if best is None:
+        stats["chosen_by"] = "retrieval: no candidate made the description clearly more likely"
+        return None
+    stats["chosen_by"] = "likelihood: the description is clearly more likely after this body"
+    return candidates[best].key
+
+
+def _ranked(candidates: list[Candidate], memory: dict, chosen: str | None,
+            likelihood: dict[str, float] | None = None) -> list[FoundFunction]:
     def with_reason(c: Candidate, rank: int, reason: str) -> FoundFunction:
         f = c.found
         return FoundFunction(f.name, f.qualname, f.path, f.start_line, f.end_line, f.score,
@@ -268,10 +311,13 @@ def _ranked(candidates: list[Candidate], memory: dict, chosen: str | None) -> li
         c = candidates[i]
         entry = memory.get(c.key)
         if c.key == chosen:
-            reason = "PRISM answer: " + (_describe(entry) or "chosen from memory")
+            reason = (("chosen by likelihood" if likelihood else "chosen by PRISM") + ": "
+                      + (_describe(entry) or "not in the memory"))
         elif entry is not None:
             reason = "in PRISM memory, not chosen: " + _describe(entry)
         else:
             reason = "not kept in the PRISM memory"
+        if likelihood and c.key in likelihood:
+            reason += f"; description log-prob {likelihood[c.key]:.2f}/token"
         out.append(with_reason(c, i + 1, reason))
     return out

@@ -1,0 +1,62 @@
+"""How likely the model finds a description once it has read a candidate function.
+
+A 0.5B model asked to rate a candidate writes the same digit for nearly every one, and
+the digit's probabilities follow the candidate's position in the prompt rather than the
+candidate. Asked instead to describe the function, the probability it gives the user's
+own description, token by token, does separate the function the description was written
+for from its look-alikes: the description's details (argument names, what is returned,
+edge cases) are cheap to predict only from the right body. This is a reranking signal
+read from one forward pass per candidate; nothing is sampled.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from prism_code.cancel import Cancelled
+from prism_code.llm.runtime import GenerationStats, LlamaSession
+
+SYSTEM = "You describe in plain words what a function does."
+ASK = "Describe what this function does."
+
+
+@dataclass(frozen=True)
+class Likelihood:
+    mean_logprob: float  # per description token, in nats; higher = the description fits better
+    stats: GenerationStats  # the call's token accounting (encoded/reused; nothing decoded)
+
+
+def describe_prompt(session: LlamaSession, candidate_text: str) -> list[int]:
+    """The chat prompt whose assistant turn the description is scored as."""
+    return session.chatml([("system", SYSTEM), ("user", candidate_text + "\n" + ASK)])
+
+
+def description_likelihood(session: LlamaSession, candidate_text: str, description: str,
+                           cancelled: Callable[[], bool] | None = None) -> Likelihood:
+    """Mean log-probability of `description` as the model's description of the candidate."""
+    # A description longer than one batch is scored on its head: it still names what the function does.
+    continuation = session.tokenize_text(description.strip())[:session.n_batch]
+    if not continuation:
+        raise ValueError("empty description")
+    if cancelled is not None and cancelled():
+        raise Cancelled("find cancelled")
+    scored = session.continuation_logprobs(describe_prompt(session, candidate_text), continuation, cancelled)
+    if scored.cancelled:
+        raise Cancelled("find cancelled")
+    # The description's last token is read, never evaluated: the call saw reused + encoded tokens.
+    stats = GenerationStats(scored.reused + scored.encoded, scored.reused, scored.encoded, 0, scored.ms, 0.0, "stop")
+    return Likelihood(sum(scored.logprobs) / len(scored.logprobs), stats)
+
+
+def rank_by_likelihood(scores: Sequence[float], margin: float) -> int | None:
+    """The candidate to move above retrieval's first (index 0), or None to keep retrieval's order.
+
+    Retrieval's first stays unless another candidate makes the description more likely by
+    at least `margin` nats per token: a small difference is noise (a body that repeats the
+    description's words), and retrieval's ranking is the better prior then.
+    """
+    if len(scores) < 2:
+        return None
+    best = max(range(1, len(scores)), key=lambda i: scores[i])
+    return best if scores[best] - scores[0] >= margin else None

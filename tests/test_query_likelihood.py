@@ -1,0 +1,40 @@
+"""Reranking by how likely the model finds the user's description after a candidate's body."""
+
+from pathlib import Path
+
+import pytest
+
+from prism_code.index import RepoIndex
+from prism_code.tasks.find_function import FunctionSearch
+from prism_code.tasks.find_prism import candidate_text
+from prism_code.tasks.query_likelihood import description_likelihood, rank_by_likelihood
+
+FIXTURES = Path(__file__).parent / "fixtures"
+ORDER_TOTAL = ("Work out what an order costs in all: take the unit prices and how many of each item "
+               "were bought, multiply each pair and sum the products.")
+
+
+def test_retrieval_first_stays_unless_another_candidate_wins_by_the_margin():
+    assert rank_by_likelihood([-1.0, -0.8, -0.5], margin=0.3) == 2
+    assert rank_by_likelihood([-1.0, -0.8, -0.9], margin=0.3) is None  # better, not by enough
+    assert rank_by_likelihood([-0.5, -0.8, -0.9], margin=0.0) is None  # the first is the best
+    assert rank_by_likelihood([-0.5, -0.5], margin=0.0) == 1  # a tie at margin 0 moves (margin is ">=")
+    assert rank_by_likelihood([-0.5], margin=0.0) is None
+    assert rank_by_likelihood([], margin=0.0) is None
+
+
+@pytest.mark.model
+def test_the_description_is_most_likely_after_the_function_it_describes(tmp_path, model_session):
+    index = RepoIndex(FIXTURES / "calcrepo", cache_dir=tmp_path / "cache")
+    index.update()
+    try:
+        found = FunctionSearch(index).search(ORDER_TOTAL, top=4)
+        bodies = {f.qualname: candidate_text(index, f, f.qualname, "bodies", None, 30) for f in found}
+    finally:
+        index.close()
+    assert "total_price" in bodies
+    scored = {name: description_likelihood(model_session, body, ORDER_TOTAL) for name, body in bodies.items()}
+    assert max(scored, key=lambda n: scored[n].mean_logprob) == "total_price"
+    assert all(s.stats.decoded == 0 and s.stats.encoded > 0 for s in scored.values())
+    # The system turn is the same for every candidate: after the first it comes from the cache.
+    assert all(s.stats.reused > 0 for s in list(scored.values())[1:])
