@@ -152,14 +152,19 @@ def _keystroke(completer: Completer, task: CompletionTask, text: str, line: int,
 
 def _after_restart(session: LlamaSession, states: StateCache, pending: list, model: str,
                    threads: int) -> list[float]:
-    """A fresh model session (as after a restart) completing at places seen before."""
+    """A fresh model session (as after a restart) completing at places seen before.
+
+    The window index is index state, not model state: the server rebuilds it when the
+    editor reopens a file (the open-file warm-up), before anyone types, so it is shared
+    here and the figure is what the KV cache costs.
+    """
     if not pending:
         return []
     fresh = LlamaSession.open(model, n_threads=threads)
     try:
         timings = []
         for completer, task, text, line, col in pending:
-            again = Completer(completer.index, fresh, completer.settings, states)
+            again = Completer(completer.index, fresh, completer.settings, states, completer.retriever)
             fresh.reset()
             timings.append(again.complete(task.path, text, line, col).latency_ms)
         return timings

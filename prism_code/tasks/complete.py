@@ -65,12 +65,13 @@ class CompletionResult:
 class Completer:
     def __init__(self, index: RepoIndex, session: CompletionBackend,
                  settings: CompletionSettings | None = None,
-                 state_cache: StateCache | None = None) -> None:
+                 state_cache: StateCache | None = None,
+                 retriever: WindowRetriever | None = None) -> None:
         self.index = index
         self.session = session
         self.settings = settings or CompletionSettings()
         self.state_cache = state_cache
-        self.retriever = WindowRetriever(index)
+        self.retriever = retriever or WindowRetriever(index)
         self._last_context: list[RetrievedWindow] = []
         self._last_prompt: FimPrompt | None = None
 
