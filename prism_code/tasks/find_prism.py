@@ -38,7 +38,7 @@ from prism_code.memory.function_notes import notes_for
 from prism_code.memory.grammar import json_layout_grammar
 from prism_code.memory.notes_store import NotesStore
 from prism_code.memory.revisions import Target
-from prism_code.memory.runner import StepProgress, run_pass
+from prism_code.memory.runner import PassResult, StepProgress, run_pass
 from prism_code.memory.schema import format_path
 from prism_code.memory.schemas import CandidateMatch, CandidateMatches
 from prism_code.tasks.find_events import FindEvent, FindListener
@@ -244,40 +244,49 @@ def find_prism(session: LlamaSession, search: FunctionSearch, description: str, 
              "pass": passed.accounting.as_row(),
              "candidate_tokens": sum(len(session.tokenize_text(c.text)) for c in candidates)}
 
-    names = [c.key for c in candidates if c.key in memory]
-    contenders = promotable(keys, memory, settings.strong_fit)
-    chosen: str | None = None
     if settings.evidence == "likelihood":
         emit("likelihood", f"scoring the description against {len(bodies)} candidate bodies", n_steps, n_steps + 1)
         chosen = _by_likelihood(session, candidates, bodies, description, settings.likelihood_margin,
                                 accounting, stats, cancelled)
-    elif not contenders:
-        # Whatever the answer named, retrieval's first would stay first: no call needed.
-        stats["chosen_by"] = "retrieval: no other candidate rated a strong fit"
     else:
-        gen = session.generate(passed.final_prompt(ANSWER), max_tokens=settings.answer_tokens,
-                               grammar=answer_grammar(names), cancelled=cancelled)
-        accounting.add(gen.stats)
-        stats["answer"] = gen.text
-        stats["answer_call"] = {"reused": gen.stats.reused, "encoded": gen.stats.encoded,
-                                "decoded": gen.stats.decoded}
-        if gen.stats.finish_reason == "cancelled":
-            raise Cancelled("find cancelled")
-        answer = parse_answer(gen.text, names)
-        if answer is None:
-            log.info("prism answer named no candidate: %r", gen.text)
-            stats["chosen_by"] = "retrieval: the answer named no memory entry"
-        elif answer in contenders:
-            chosen, stats["chosen_by"] = answer, "answer: a strong fit above retrieval's first"
-        else:
-            stats["chosen_by"] = ("retrieval: the answer is retrieval's first" if answer == keys[0]
-                                  else "retrieval: the answer was not rated above retrieval's first")
+        chosen = _by_memory(session, passed, keys, [c.key for c in candidates if c.key in memory],
+                            settings, accounting, stats, cancelled)
     emit("answer", f"answer: {chosen}" if chosen else "answer: none, retrieval order kept", n_steps + 1, n_steps + 1)
 
     beyond = [FoundFunction(f.name, f.qualname, f.path, f.start_line, f.end_line, f.score,
                             f"beyond the {len(pool)} PRISM candidates; retrieval rank {len(pool) + n}")
               for n, f in enumerate(retrieved[len(pool):top], 1)]
     return FindOutcome(_ranked(candidates, memory, chosen, stats.get("likelihood")) + beyond, accounting, stats)
+
+
+def _by_memory(session: LlamaSession, passed: PassResult, keys: list[str], names: list[str], settings: PrismSettings,
+               accounting: Accounting, stats: dict, cancelled: Callable[[], bool] | None) -> str | None:
+    """The key the answer call over the memory moves above retrieval's first, else None."""
+    memory = passed.memory.get("candidate_functions", {})
+    contenders = promotable(keys, memory, settings.strong_fit)
+    if not contenders:
+        # Whatever the answer named, retrieval's first would stay first: no call needed.
+        stats["chosen_by"] = "retrieval: no other candidate rated a strong fit"
+        return None
+    gen = session.generate(passed.final_prompt(ANSWER), max_tokens=settings.answer_tokens,
+                           grammar=answer_grammar(names), cancelled=cancelled)
+    accounting.add(gen.stats)
+    stats["answer"] = gen.text
+    stats["answer_call"] = {"reused": gen.stats.reused, "encoded": gen.stats.encoded,
+                            "decoded": gen.stats.decoded}
+    if gen.stats.finish_reason == "cancelled":
+        raise Cancelled("find cancelled")
+    answer = parse_answer(gen.text, names)
+    if answer is None:
+        log.info("prism answer named no candidate: %r", gen.text)
+        stats["chosen_by"] = "retrieval: the answer named no memory entry"
+        return None
+    if answer in contenders:
+        stats["chosen_by"] = "answer: a strong fit above retrieval's first"
+        return answer
+    stats["chosen_by"] = ("retrieval: the answer is retrieval's first" if answer == keys[0]
+                          else "retrieval: the answer was not rated above retrieval's first")
+    return None
 
 
 def _by_likelihood(session: LlamaSession, candidates: list[Candidate], bodies: list[str], description: str,
