@@ -10,6 +10,7 @@ import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from prism_code.bench.machine_speed import MachineSpeed, measure
 from prism_code.bench.repoeval_data import (PROJECTS, CompletionTask, build_benchmark,
                                             default_cache_dir, edit_similarity, exact_match,
                                             load_tasks, project_root)
@@ -55,6 +56,7 @@ class RepoEvalResult:
     peak_rss_mib: float = 0.0  # this process: the model and six project indexes
     completion_rss_mib: float = 0.0  # one `prism-code complete` process on its own
     load_average: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    speed: MachineSpeed | None = None
 
 
 def _blanked(task: CompletionTask, root: Path) -> tuple[str, int, int]:
@@ -71,6 +73,7 @@ def run(model: str, per_project: int, modes: list[str], restarts: int = 2,
     session = LlamaSession.open(model, n_threads=threads)
     states = StateCache(cache / "states")
     result = RepoEvalResult(model=model, tasks=len(tasks), scores={m: ModeScore() for m in modes})
+    result.speed = measure(session)
     restart_tasks: list[tuple[Completer, CompletionTask, str, int, int]] = []
     for spec in PROJECTS:
         root = project_root(spec, cache)
@@ -211,7 +214,8 @@ def _keystroke_line(r: RepoEvalResult) -> str:
             f"p50 {_pct(r.warm_encoded, 0.5):.0f}, p95 {_pct(r.warm_encoded, 0.95):.0f}; "
             f"EM of the line completed after that keystroke {warm_em:.3f}. "
             f"Peak RSS of one `prism-code complete` process on its own: "
-            f"{r.completion_rss_mib:.0f} MiB. Load average at the end: {load}.")
+            f"{r.completion_rss_mib:.0f} MiB. Load average at the end: {load}."
+            + (f" {r.speed.sentence()}" if r.speed else ""))
 
 
 def chart(r: RepoEvalResult, path: Path) -> Path:

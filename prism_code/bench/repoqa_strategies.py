@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from itertools import zip_longest
 from pathlib import Path
 
+from prism_code.bench.machine_speed import MachineSpeed, measure
 from prism_code.bench.repoqa_data import Haystack, Needle
 from prism_code.bench.repoqa_retrieval import haystack_search
 from prism_code.bench.report import table
@@ -60,6 +61,7 @@ class StrategyResult:
     accounting: Accounting = field(default_factory=Accounting)  # model calls; prism: pass steps and the final answer
     variants: dict[str, tuple[int, Accounting]] = field(default_factory=dict)  # label -> (correct, pass cost)
     variant_needles: int = 0
+    speed: MachineSpeed | None = None
     interrupted: bool = False  # stopped by Ctrl-C (SIGINT): the needles run so far are reported
 
 
@@ -80,6 +82,7 @@ def run(haystacks: list[Haystack], cache_dir: Path, strategy: str, model: str, l
     out = StrategyResult(strategy, model, dict(options))
     embedder = Embedder()
     session = LlamaSession.open(model, n_threads=threads, n_ctx=max(4096, options.get("token_budget", 0) + 1024))
+    out.speed = measure(session)
     # A background job ignores SIGINT; SIGTERM then is how a long run is stopped and still reported.
     previous = signal.signal(signal.SIGTERM, _interrupt) if threading.current_thread() is threading.main_thread() \
         else None
@@ -182,7 +185,8 @@ def markdown(result: StrategyResult, command: str) -> str:
              (f"{n} RepoQA Python needles (round-robin over repositories"
               f"{'; interrupted before the limit' if result.interrupted else ''}), strategy `{result.strategy}`, "
               f"model {result.model}, {opts}. Load average at the end: {load[0]:.1f} / {load[1]:.1f} / "
-              f"{load[2]:.1f} (other jobs shared the 2 cores; latencies are inflated accordingly)."), "",
+              f"{load[2]:.1f} (other jobs shared the 2 cores; latencies are inflated accordingly)."
+              + (f" {result.speed.sentence()}" if result.speed else "")), "",
              table(["metric", "value"], [
                  ["top-1 accuracy", round(top1, 3)],
                  ["retrieval top-1 on the same needles", round(sum(r.retrieval_correct for r in runs) / max(n, 1), 3)],

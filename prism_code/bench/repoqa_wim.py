@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from prism_code.bench.machine_speed import MachineSpeed, measure
 from prism_code.bench.repoqa_data import Haystack, Needle
 from prism_code.bench.repoqa_retrieval import haystack_search
 from prism_code.retrieval.dense import Embedder
@@ -47,6 +48,7 @@ class WimBenchResult:
     threads: int = 2
     needles: list[WimNeedle] = field(default_factory=list)
     load_average: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    speed: MachineSpeed | None = None
 
     def summary(self) -> dict[str, float | int]:
         n = len(self.needles) or 1
@@ -106,6 +108,7 @@ def run_wim_bench(haystacks: list[Haystack], index_cache: Path, limit: int = 20,
     picked = _pick(haystacks, limit)
     embedder = Embedder()
     session = LlamaSession.open(model, n_ctx=4096, n_threads=threads)
+    result.speed = measure(session)
     try:
         for haystack in haystacks:
             needles = [n for h, n in picked if h is haystack]
@@ -147,7 +150,8 @@ def markdown(result: WimBenchResult, command: str) -> str:
         "",
         (f"{s['needles']} RepoQA Python needles (round-robin over repositories), model {result.model}, "
          f"{result.candidates} retrieval candidates, {result.threads} thread(s); load average at the end: {load}. "
-         "Latencies are wall-clock on a shared machine; tokens per query do not depend on load."),
+         "Latencies are wall-clock on a shared machine; tokens per query do not depend on load."
+         + (f" {result.speed.sentence()}" if result.speed else "")),
         "",
         table(["metric", "value"], [[k, v] for k, v in s.items()]),
     ])

@@ -138,6 +138,7 @@ class LlamaSession:
         )
         self.n_ctx: int = self._llm.n_ctx()
         self.n_batch = n_batch
+        self.n_threads = n_threads
         self.seed = seed
         self.tokens: list[int] = []  # exactly the tokens in the KV cache, in order; read-only for callers
         self.counters = SessionCounters()
@@ -192,6 +193,7 @@ class LlamaSession:
         """
         with self._lock:
             llama_cpp.llama_set_n_threads(self._llm.ctx, n_threads, n_threads_batch or n_threads)
+            self.n_threads = n_threads
 
     def close(self) -> None:
         self._llm.close()
