@@ -83,7 +83,7 @@ def cmd_find(args: argparse.Namespace) -> int:
 
 def _find_with_model(args: argparse.Namespace, search) -> list:
     """A model strategy of find; its progress events go to stderr as lines."""
-    from prism_code.llm import LlamaSession
+    from prism_code.llm import LlamaSession, StateCache
     from prism_code.llm.cpu_load import threads_for_now
     from prism_code.tasks.find_strategies import run_find
 
@@ -96,6 +96,8 @@ def _find_with_model(args: argparse.Namespace, search) -> list:
         options["candidates"] = args.candidates
     if args.strategy == "prism" and args.evidence:
         options["evidence"] = args.evidence
+    if args.strategy == "prism":
+        options["state_cache"] = StateCache()
     session = LlamaSession.open(args.model, n_threads=args.threads or threads_for_now())
     try:
         outcome = run_find(args.strategy, search, args.description, top=args.top, session=session,

@@ -404,7 +404,8 @@ async def find_with_model(ls: PrismServer, args: commands.FindArgs, states: list
                 def on_event(event: FindEvent) -> None:
                     progress.report(event.stage, event.message, 100 * event.done / max(event.total, 1))
                 found = [hit for state in states for hit in state.find_with_model(
-                    args.strategy, args.description, args.top, session, on_event, flag.is_set)]
+                    args.strategy, args.description, args.top, session, on_event, flag.is_set,
+                    ls.completions.state_dir)]
             finally:
                 progress.end("done")
             return found[:args.top]

@@ -209,14 +209,21 @@ class WorkspaceState:
         return [Found(r, self.root, _line(index, r.path, r.end_line)) for r in results]
 
     def find_with_model(self, strategy: str, query: str, top: int, session: LlamaSession,
-                        on_event: FindListener, cancelled: Callable[[], bool]) -> list[Found]:
+                        on_event: FindListener, cancelled: Callable[[], bool],
+                        state_dir: Path | None = None) -> list[Found]:
         """A model strategy (prism, wim, long-context) over this workspace; model thread only."""
         index, finder = self.index, self._finder
         if index is None or finder is None:
             return []
+        options = {}
+        if strategy == "prism" and state_dir is not None:
+            from prism_code.llm.state_cache import StateCache
+
+            # PRISM's task, rules and schema do not change between queries: their KV state is a file.
+            options["state_cache"] = StateCache(state_dir)
         with self._search_lock:
             outcome = run_find(strategy, finder, query, top=top, session=session, on_event=on_event,
-                               cancelled=cancelled)
+                               cancelled=cancelled, **options)
         return [Found(r, self.root, _line(index, r.path, r.end_line)) for r in outcome.results]
 
     def hover(self, path: str, line: int, col: int,

@@ -107,3 +107,19 @@ def test_segments_cover_candidates_in_retrieval_order() -> None:
     assert segment_bounds(20, 2, 6) == [(0, 2), (2, 8), (8, 14), (14, 20)]
     assert segment_bounds(3, 2, 6) == [(0, 2), (2, 3)]
     assert segment_bounds(0, 2, 6) == []
+
+
+def test_an_answer_the_likelihood_does_not_back_stays_below_retrieval_first(search: FunctionSearch) -> None:
+    found = search.search(TOTAL, top=4)
+    labels = candidate_labels(found)
+    cands = [Candidate(label, f, []) for label, f in zip(labels, found)]
+    run = WimRun(answer=labels[2], answer_reason="sums prices", held=True,
+                 likelihood={labels[0]: -1.2, labels[2]: -1.25})
+    ranked = rank_results(cands, run)
+    assert [r.qualname for r in ranked] == [found[0].qualname, found[2].qualname, found[1].qualname,
+                                            found[3].qualname]
+    assert "not moved above retrieval's first" in ranked[1].reason
+    assert "log-prob -1.20/token" in ranked[0].reason
+    # Backed by the likelihood, the answer leads.
+    run.held = False
+    assert rank_results(cands, run)[0].qualname == found[2].qualname

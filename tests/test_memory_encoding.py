@@ -152,3 +152,22 @@ def test_amendments_hit_the_cache_more_than_in_place_on_a_real_run(model_session
         assert result.accounting.calls == 3
     assert amendments.accounting.cache_hit > in_place.accounting.cache_hit
     assert amendments.accounting.net < in_place.accounting.net
+
+
+@pytest.mark.model
+def test_a_later_pass_starts_from_the_state_file_of_task_rules_and_schema(model_session, tmp_path):
+    from prism_code.llm.state_cache import StateCache
+
+    states = StateCache(tmp_path / "states")
+    stable = builder(model_session, Encoding.AMENDMENTS).stable
+    runs = []
+    for query in (QUERY, "Find the function that negates a value."):
+        model_session.reset()  # as after other model work: nothing of the pass is cached
+        runs.append(run_pass(model_session, TASK, query, Findings, CHUNKS[:1], Encoding.AMENDMENTS, memory=BASE,
+                             max_tokens=8, state_cache=states))
+    first, second = (r.accounting for r in runs)
+    # The first pass evaluates the stable prefix once to write its file; the second restores it.
+    assert len(states.entries()) == 1 and states.entries()[0].n_tokens == len(stable)
+    assert first.calls == 2 and first.encoded >= len(stable)  # the prefix's prefill counts as a call
+    assert second.calls == 1 and second.reused == len(stable)
+    assert second.encoded == second.total - len(stable) < first.encoded

@@ -26,6 +26,7 @@ from prism_code.bench.repoqa_retrieval import haystack_search
 from prism_code.bench.report import table
 from prism_code.index import RepoIndex
 from prism_code.llm.runtime import LlamaSession
+from prism_code.llm.state_cache import StateCache
 from prism_code.memory.accounting import Accounting
 from prism_code.memory.encoding import Encoding
 from prism_code.retrieval.dense import Embedder
@@ -87,7 +88,9 @@ def run(haystacks: list[Haystack], cache_dir: Path, strategy: str, model: str, l
     previous = signal.signal(signal.SIGTERM, _interrupt) if threading.current_thread() is threading.main_thread() \
         else None
     try:
-        _run_haystacks(session, haystacks, chosen, cache_dir, embedder, strategy, options, ablation, out)
+        # As in the server: PRISM's query-independent prefix comes back from a state file.
+        warm = {"state_cache": StateCache(cache_dir.parent / "states")} if strategy == "prism" else {}
+        _run_haystacks(session, haystacks, chosen, cache_dir, embedder, strategy, options, ablation, out, warm)
     except KeyboardInterrupt:
         out.interrupted = True
     finally:
@@ -103,14 +106,14 @@ def _interrupt(_signum: int, _frame: object) -> None:
 
 def _run_haystacks(session: LlamaSession, haystacks: list[Haystack], chosen: list[tuple[Haystack, Needle]],
                    cache_dir: Path, embedder: Embedder, strategy: str, options: dict, ablation: int,
-                   out: StrategyResult) -> None:
+                   out: StrategyResult, warm: dict) -> None:
     for haystack in haystacks:
         needles = [n for h, n in chosen if h is haystack]
         if not needles:
             continue
         with haystack_search(haystack, cache_dir, embedder) as search:
             for needle in needles:
-                out.runs.append(_one(session, search, needle, strategy, options, out.accounting))
+                out.runs.append(_one(session, search, needle, strategy, {**options, **warm}, out.accounting))
                 print(f"{len(out.runs)}/{len(chosen)} {needle.repo}:{needle.name} "
                       f"{'ok' if out.runs[-1].correct else 'miss'} {out.runs[-1].seconds:.1f}s", flush=True)
                 if strategy == "prism" and out.variant_needles < ablation:

@@ -106,6 +106,7 @@ class PromptBuilder:
     encoding: Encoding = Encoding.AMENDMENTS
     allow_updates: bool = True
     base: dict = field(default_factory=dict)  # the memory the pass starts from
+    _stable: list[int] = field(default_factory=list, init=False)
     _head: list[int] = field(default_factory=list, init=False)
     _base_tokens: list[int] = field(default_factory=list, init=False)
     _amendments: list[int] = field(default_factory=list, init=False)
@@ -116,14 +117,20 @@ class PromptBuilder:
         start, end = s.special_token("<|im_start|>"), s.special_token("<|im_end|>")
         newline = s.tokenize_text("\n")
         system = self.task.strip() + "\n\n" + format_rules(self.allow_updates, self.encoding, self.schema)
-        self._head = (s.prompt_start() + [start] + s.tokenize_text("system\n" + system) + [end] + newline
-                      + [start] + s.tokenize_text("user\n")
-                      + s.tokenize_text("[SCHEMA]\n" + schema_source(self.schema) + "\n")
+        self._stable = (s.prompt_start() + [start] + s.tokenize_text("system\n" + system) + [end] + newline
+                        + [start] + s.tokenize_text("user\n")
+                        + s.tokenize_text("[SCHEMA]\n" + schema_source(self.schema) + "\n"))
+        self._head = (self._stable
                       + s.tokenize_text("[QUERY]\n" + self.query.strip() + "\n\n")
                       + s.tokenize_text("[MEMORY]\n"))
         if self.encoding is Encoding.AMENDMENTS:
             self._base_tokens = s.tokenize_text(render_memory(self.base) + "\n\n[AMENDMENTS]\n")
         self._tail = [end] + newline + [start] + s.tokenize_text("assistant\n")
+
+    @property
+    def stable(self) -> list[int]:
+        """Task, rules and schema: the same for every query of a task, so worth a state file."""
+        return list(self._stable)
 
     @property
     def head(self) -> list[int]:

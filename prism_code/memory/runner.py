@@ -14,7 +14,8 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from prism_code.llm.runtime import LlamaSession
+from prism_code.llm.runtime import LlamaSession, PrefillStats, common_prefix
+from prism_code.llm.state_cache import StateCache
 from prism_code.memory.accounting import Accounting
 from prism_code.memory.encoding import Encoding, PromptBuilder
 from prism_code.memory.grammar import json_layout_grammar
@@ -90,6 +91,7 @@ def run_pass(
     max_revisions: int = 6,
     max_tokens: int = 384,
     temperature: float = 0.0,
+    state_cache: StateCache | None = None,
 ) -> PassResult:
     """Run PRISM over `chunks`; `memory` is the starting memory (default: empty).
 
@@ -98,6 +100,8 @@ def run_pass(
     of (step index, chunk), e.g. the entries named after the functions a chunk defines:
     a small model then chooses among real keys instead of inventing them. `min_revisions`
     makes the grammar ask for at least that many per chunk, for chunks known to matter.
+    `state_cache` keeps the KV state of the part before the query (task, rules, schema) on
+    disk, so a pass after other model work (or a restart) does not evaluate it again.
     """
     encoding = Encoding(encoding)
     base = copy.deepcopy(memory) if memory is not None else {}
@@ -110,6 +114,10 @@ def run_pass(
 
     fixed = constraint_for(targets) if grammar and not callable(targets) else None
     result = PassResult(memory=copy.deepcopy(base), builder=builder)
+    if state_cache is not None and chunks:
+        written = _start_from_state(session, state_cache, builder.stable, cancelled)
+        if written is not None:
+            result.accounting.add(written)
     for i, chunk in enumerate(chunks):
         if cancelled is not None and cancelled():
             result.cancelled = True
@@ -138,3 +146,17 @@ def run_pass(
         if on_step is not None:
             on_step(StepProgress(i + 1, len(chunks), len(applied), len(rejected)))
     return result
+
+
+def _start_from_state(session: LlamaSession, state_cache: StateCache, stable: list[int],
+                      cancelled: Callable[[], bool] | None) -> PrefillStats | None:
+    """Bring the stable prefix into the cache from its state file; when there is none, evaluate
+    it and write the file (those are the prefill's figures, returned so the pass counts them)."""
+    if common_prefix(session.tokens, stable) == len(stable):
+        return None
+    if state_cache.restore_longest_prefix(session, stable) == len(stable):
+        return None
+    stats = session.prefill(stable, cancelled=cancelled)
+    if not stats.cancelled:
+        state_cache.save_prefix(session, len(stable))
+    return stats

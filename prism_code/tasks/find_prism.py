@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from prism_code.cancel import Cancelled
 from prism_code.index import RepoIndex
 from prism_code.llm.runtime import LlamaSession
+from prism_code.llm.state_cache import StateCache
 from prism_code.memory.accounting import Accounting
 from prism_code.memory.encoding import Encoding
 from prism_code.memory.function_notes import notes_for
@@ -44,7 +45,8 @@ from prism_code.memory.schemas import CandidateMatch, CandidateMatches
 from prism_code.tasks.find_events import FindEvent, FindListener
 from prism_code.tasks.find_function import FoundFunction, FunctionSearch
 from prism_code.tasks.find_strategies import FindOutcome
-from prism_code.tasks.query_likelihood import description_likelihood, rank_by_likelihood
+from prism_code.tasks.query_likelihood import (DEFAULT_DESCRIPTION_TOKENS, DEFAULT_LINES, DEFAULT_MARGIN, body_text,
+                                              rerank)
 
 log = logging.getLogger(__name__)
 
@@ -63,9 +65,6 @@ ANSWER = ("Every candidate has been read; the memory holds those that could fit.
           "propose revisions: name the one function of the memory that does what [QUERY] "
           'describes, the best fit. Answer with JSON {"function": name}, name being a key of '
           "candidate_functions.")
-# Chosen on RepoQA needles 21-40 (0.5B): the needle's gain over a wrong first was 0.25-0.51
-# nats/token, a wrong candidate's over a right first never above 0 (closest -0.03).
-LIKELIHOOD_MARGIN = 0.1
 STRONG_FIT = 8  # nearer "does exactly what [QUERY] says" (10) than "similar job" (5)
 
 
@@ -92,25 +91,22 @@ class PrismSettings:
     step_tokens: int = 120  # decoded per step at most
     answer_tokens: int = 40
     evidence: str = "likelihood"  # "likelihood" | "fit": what may move a candidate above retrieval's first
-    likelihood_lines: int = 30  # body lines the likelihood reads: the head says what a function does
+    likelihood_candidates: int = 10  # retrieval's top-n whose bodies the likelihood reads
+    likelihood_lines: int = DEFAULT_LINES
+    likelihood_tokens: int | None = DEFAULT_DESCRIPTION_TOKENS  # the description's head that is scored
     # Nats per description token the best candidate must gain over retrieval's first.
-    likelihood_margin: float = LIKELIHOOD_MARGIN
+    likelihood_margin: float = DEFAULT_MARGIN
 
 
 def candidate_text(index: RepoIndex, found: FoundFunction, key: str, view: str,
                    store: NotesStore | None, max_body_lines: int) -> str:
-    head = f"### {key}\n# {found.path}:{found.start_line}\n"
     if view == "bodies":
-        fragment = index.fragments.get(f"{found.path}#{found.qualname}")
-        lines = index.text(fragment).splitlines() if fragment is not None else []
-        if len(lines) > max_body_lines:
-            lines = lines[:max_body_lines] + [f"    # ... {len(lines) - max_body_lines} more lines"]
-        return head + "\n".join(lines) + "\n"
+        return body_text(index, found, key, max_body_lines)
     definition = index.definition(found.path, found.qualname)
     signature = definition.signature.strip() if definition and definition.signature else found.qualname
     lookup = notes_for(index, found.path, found.qualname, store)
     note = lookup.note.text() if lookup is not None else ""
-    return head + signature + "\n" + (f"Note: {note}\n" if note else "")
+    return f"### {key}\n# {found.path}:{found.start_line}\n" + signature + "\n" + (f"Note: {note}\n" if note else "")
 
 
 def candidate_keys(found: list[FoundFunction]) -> list[str]:
@@ -184,8 +180,11 @@ def _describe(entry: dict | None) -> str:
 def find_prism(session: LlamaSession, search: FunctionSearch, description: str, *, top: int = 10,
                on_event: FindListener | None = None, cancelled: Callable[[], bool] | None = None,
                settings: PrismSettings | None = None, store: NotesStore | None = None,
-               **overrides) -> FindOutcome:
-    """Run the PRISM find; `overrides` set PrismSettings fields (e.g. view="bodies")."""
+               state_cache: StateCache | None = None, **overrides) -> FindOutcome:
+    """Run the PRISM find; `overrides` set PrismSettings fields (e.g. view="bodies").
+
+    `state_cache` keeps the pass's query-independent prefix (task, rules, schema) on disk.
+    """
     settings = settings or PrismSettings()
     if overrides:
         settings = PrismSettings(**{**settings.__dict__, **overrides})
@@ -213,8 +212,8 @@ def find_prism(session: LlamaSession, search: FunctionSearch, description: str, 
         candidates = [Candidate(k, f, candidate_text(search.index, f, k, settings.view, store,
                                                      settings.max_body_lines))
                       for k, f in zip(keys, pool)]
-        bodies = [candidate_text(search.index, f, k, "bodies", store, settings.likelihood_lines)
-                  for k, f in zip(keys, pool)] if settings.evidence == "likelihood" else []
+        scored = list(zip(keys, pool))[:settings.likelihood_candidates] if settings.evidence == "likelihood" else []
+        bodies = [body_text(search.index, f, k, settings.likelihood_lines) for k, f in scored]
     finally:
         if own_store:
             store.close()
@@ -230,7 +229,7 @@ def find_prism(session: LlamaSession, search: FunctionSearch, description: str, 
     passed = run_pass(session, TASK, description, CandidateMatches, ["\n".join(c.text for c in g) for g in groups],
                       settings.encoding, settings.allow_updates, cancelled=cancelled, on_step=on_step,
                       targets=targets, min_revisions=1, max_revisions=settings.max_revisions,
-                      max_tokens=settings.step_tokens)
+                      max_tokens=settings.step_tokens, state_cache=state_cache)
     if passed.cancelled:
         raise Cancelled("find cancelled")
     memory = passed.memory.get("candidate_functions", {})
@@ -246,8 +245,7 @@ def find_prism(session: LlamaSession, search: FunctionSearch, description: str, 
 
     if settings.evidence == "likelihood":
         emit("likelihood", f"scoring the description against {len(bodies)} candidate bodies", n_steps, n_steps + 1)
-        chosen = _by_likelihood(session, candidates, bodies, description, settings.likelihood_margin,
-                                accounting, stats, cancelled)
+        chosen = _by_likelihood(session, candidates, bodies, description, settings, accounting, stats, cancelled)
     else:
         chosen = _by_memory(session, passed, keys, [c.key for c in candidates if c.key in memory],
                             settings, accounting, stats, cancelled)
@@ -290,16 +288,14 @@ def _by_memory(session: LlamaSession, passed: PassResult, keys: list[str], names
 
 
 def _by_likelihood(session: LlamaSession, candidates: list[Candidate], bodies: list[str], description: str,
-                   margin: float, accounting: Accounting, stats: dict,
+                   settings: PrismSettings, accounting: Accounting, stats: dict,
                    cancelled: Callable[[], bool] | None) -> str | None:
     """The key to move above retrieval's first by the description's likelihood, else None."""
-    scores = []
-    for body in bodies:
-        scored = description_likelihood(session, body, description, cancelled)
-        accounting.add(scored.stats)
-        scores.append(scored.mean_logprob)
+    verdict = rerank(session, bodies, description, settings.likelihood_margin, cancelled, settings.likelihood_tokens)
+    for cost in verdict.stats:
+        accounting.add(cost)
+    scores, best = verdict.scores, verdict.best
     stats["likelihood"] = {c.key: round(v, 4) for c, v in zip(candidates, scores)}
-    best = rank_by_likelihood(scores, margin)
     if best is None:
         stats["chosen_by"] = "retrieval: no candidate made the description clearly more likely"
         return None

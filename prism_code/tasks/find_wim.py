@@ -53,6 +53,8 @@ from prism_code.memory.accounting import Accounting
 from prism_code.tasks.find_events import FindEvent, FindListener
 from prism_code.tasks.find_function import FoundFunction, FunctionSearch
 from prism_code.tasks.find_strategies import FindOutcome
+from prism_code.tasks.query_likelihood import (DEFAULT_DESCRIPTION_TOKENS, DEFAULT_LINES, DEFAULT_MARGIN, body_text,
+                                              rerank)
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +88,12 @@ class WimSettings:
     # The paper's I_A holds the query; here it sits once at the head of the context instead
     # (about 250 tokens saved per margin) and is restated only in the final question.
     repeat_query: bool = False
+    # The answer moves above retrieval's first only when the description is this much more
+    # likely (nats/token) after its body than after the first's (query_likelihood); None
+    # takes the answer as it is, as the paper does.
+    verify_margin: float | None = DEFAULT_MARGIN
+    verify_lines: int = DEFAULT_LINES
+    verify_tokens: int | None = DEFAULT_DESCRIPTION_TOKENS
 
 
 @dataclass(frozen=True)
@@ -117,6 +125,8 @@ class WimRun:
     answer_reason: str = ""
     first_event_ms: float | None = None
     first_margin_ms: float | None = None
+    held: bool = False  # the answer failed the likelihood check: retrieval's first stays first
+    likelihood: dict[str, float] = field(default_factory=dict)  # label -> mean log-prob per token
 
 
 def candidate_labels(found: Sequence[FoundFunction]) -> list[str]:
@@ -191,8 +201,11 @@ def rank_results(candidates: Sequence[Candidate], run: WimRun) -> list[FoundFunc
     """
     by_label = {c.label: c for c in candidates}
     named = [m.label for m in run.margins if m.relevant and m.label in by_label]
+    lead = [run.answer] if run.answer in by_label else []
+    if run.held and candidates:
+        lead = [candidates[0].label] + lead
     order: list[str] = []
-    for label in ([run.answer] if run.answer in by_label else []) + named + [c.label for c in candidates]:
+    for label in lead + named + [c.label for c in candidates]:
         if label not in order:
             order.append(label)
     seen = {m.segment for m in run.margins}
@@ -202,10 +215,14 @@ def rank_results(candidates: Sequence[Candidate], run: WimRun) -> list[FoundFunc
         c = by_label[label]
         if label == run.answer:
             reason = f"wim answer: {why.get(label) or run.answer_reason or 'chosen'}"
+            if run.held:
+                reason += "; not moved above retrieval's first: the description is not clearly more likely after it"
         elif label in why:
             reason = f"margin: {why[label]}"
         else:
             reason = "margin: not relevant" if seen else "not read"
+        if label in run.likelihood:
+            reason += f"; description log-prob {run.likelihood[label]:.2f}/token"
         results.append(FoundFunction(c.found.name, c.found.qualname, c.found.path, c.found.start_line,
                                      c.found.end_line, c.found.score, f"{reason} (retrieval: {c.found.reason})"))
     return results
@@ -334,6 +351,24 @@ def build_candidates(session: LlamaSession, search: FunctionSearch, found: Seque
     return out
 
 
+def _check_answer(session: LlamaSession, search: FunctionSearch, cands: Sequence[Candidate], run: WimRun,
+                  description: str, settings: WimSettings, accounting: Accounting,
+                  cancelled: Callable[[], bool] | None) -> None:
+    """Hold the answer below retrieval's first unless the description's likelihood backs it.
+
+    A 0.5B model's final answer is a weaker ranker than retrieval (it names a wrong
+    candidate about as often as it rescues a needle); the likelihood of the user's words
+    after each of the two bodies is the check that separates them (query_likelihood).
+    """
+    pair = [cands[0], next(c for c in cands if c.label == run.answer)]
+    bodies = [body_text(search.index, c.found, c.label, settings.verify_lines) for c in pair]
+    verdict = rerank(session, bodies, description, settings.verify_margin or 0.0, cancelled, settings.verify_tokens)
+    for cost in verdict.stats:
+        accounting.add(cost)
+    run.likelihood = {c.label: v for c, v in zip(pair, verdict.scores)}
+    run.held = verdict.best is None
+
+
 def fit_settings(session: LlamaSession, settings: WimSettings, candidates: int) -> tuple[WimSettings, int]:
     """Settings and candidate count whose context + one I_A + the final prompt fit the window.
 
@@ -392,7 +427,10 @@ def find_wim(session: LlamaSession, search: FunctionSearch, description: str, *,
             run.answer, run.answer_reason = reader.answer(run.margins)
             if run.answer is None:
                 log.info("wim answer named no candidate; keeping retrieval order")
-        emit("answer", f"answer: {run.answer or 'none (retrieval order)'}", total)
+        if run.answer is not None and run.answer != cands[0].label and settings.verify_margin is not None:
+            _check_answer(session, search, cands, run, description, settings, accounting, cancelled)
+        held = f" (held below retrieval's first {cands[0].label}: the likelihood does not back it)" if run.held else ""
+        emit("answer", f"answer: {run.answer or 'none (retrieval order)'}{held}", total)
     results = rank_results(cands, run)[: max(top, 1)]
     kept = sum(1 for m in run.margins if m.relevant)
     stats = {
@@ -404,6 +442,8 @@ def find_wim(session: LlamaSession, search: FunctionSearch, description: str, *,
         "first_event_ms": round(run.first_event_ms, 1) if run.first_event_ms is not None else None,
         "first_margin_ms": round(run.first_margin_ms, 1) if run.first_margin_ms is not None else None,
         "answer": run.answer,
+        "answer_held": run.held,
+        "likelihood": {k: round(v, 4) for k, v in run.likelihood.items()},
         "margins": [{"segment": m.segment, "p_relevant": round(m.p_relevant, 3), "function": m.label,
                      "why": m.why} for m in run.margins],
         "ms": round((time.perf_counter() - started) * 1000, 1),
