@@ -116,12 +116,17 @@ def test_prism_by_memory_fit_picks_the_described_function_and_reports_progress(s
 def test_prism_by_likelihood_keeps_the_described_function_first(search, model_session):
     events = []
     outcome = run_find("prism", search, ORDER_TOTAL, top=4, session=model_session, on_event=events.append,
-                       candidates=4, chunk_size=2, max_revisions=1, step_tokens=80)
+                       candidates=4, noted=2, noted_chunk=1, max_revisions=1, step_tokens=80)
     likelihood = outcome.stats["likelihood"]
     assert set(likelihood) == {r.qualname for r in outcome.results}
     assert max(likelihood, key=likelihood.get) == "total_price" == outcome.results[0].qualname
     assert "description log-prob" in outcome.results[0].reason
-    assert [e.stage for e in events] == ["retrieval", "step", "step", "likelihood", "answer"]
+    # The ranking is known before the pass, which then notes the first two, one per step.
+    assert [e.stage for e in events] == ["retrieval", "likelihood", "likelihood", "step", "step", "answer"]
+    assert "first: total_price" in events[2].message
+    assert outcome.stats["noted"][0] == "total_price" and len(outcome.stats["noted"]) == 2
+    assert [e.done for e in events] == [0, 0, 1, 2, 3, 4] and events[-1].total == 4
+    assert outcome.results[-1].reason.startswith("not read by the PRISM pass")
     # The pass decoded its revisions; the likelihood only evaluated prompts (one call per candidate).
     assert outcome.accounting.calls == outcome.stats["steps"] + 4
     assert outcome.accounting.decoded == sum(row["decoded"] for row in outcome.stats["step_rows"])

@@ -1,20 +1,23 @@
 """Find a function by description with PRISM over retrieval's candidates.
 
-Retrieval ranks the repository; its top-k candidates are shown to the model a few at a
-time (PRISM's chunks). At each chunk the model proposes revisions to a query memory
+Retrieval ranks the repository; candidates are shown to the model a few at a time
+(PRISM's chunks). At each chunk the model proposes revisions to a query memory
 `candidate_functions: {name -> {does, fit}}` (amendments encoding by default, so the
-task, query, schema and earlier amendments stay a cached prefix). A final call reads
-the memory and names one entry under a grammar that only admits memory keys. All
-candidates are returned in retrieval order, except that the answer moves to the front
-when the evidence says so. Two kinds of evidence (`PrismSettings.evidence`):
+task, schema, query and earlier amendments stay a cached prefix; task, rules and schema
+also come back from a state file when other model work used the cache in between). All
+candidates are returned in retrieval order, except that one moves to the front when the
+evidence says so. Two kinds of evidence (`PrismSettings.evidence`):
 
-- "likelihood" (default): after the pass, how likely the model finds the user's
-  description as its own description of each candidate's body (query_likelihood); the
-  best moves above retrieval's first only when it beats it by a margin per token. The
-  0.5B's memory fits are flat (nearly always 1) and, read as probabilities, follow the
-  candidate's position in the chunk, not the candidate; the likelihood does not.
-- "fit": the memory's fits and the final answer call: the answer moves up only when the
-  memory rates it a strong fit and better than retrieval's first (`promotable`).
+- "likelihood" (default): first, how likely the model finds the user's description as
+  its own description of each of retrieval's top-10 bodies (query_likelihood); the best
+  moves above retrieval's first only when it beats it by a margin per token. Then the
+  pass reads the first few of that order (two per step) and its memory's `does` notes are
+  the reasons shown. The 0.5B's memory fits are flat (nearly always 1) and, read as
+  probabilities, follow the candidate's position in the chunk, not the candidate; the
+  likelihood does not.
+- "fit": the pass reads all the candidates, then a final call over the memory names one
+  entry under a grammar that only admits memory keys; it moves up only when the memory
+  rates it a strong fit and better than retrieval's first (`promotable`).
 
 Two views of a candidate: its whole body, or its precomputed note and signature
 (`notes_for`: the model's note where one is stored, else the deterministic one), which
@@ -92,6 +95,10 @@ class PrismSettings:
     answer_tokens: int = 40
     evidence: str = "likelihood"  # "likelihood" | "fit": what may move a candidate above retrieval's first
     likelihood_candidates: int = 10  # retrieval's top-n whose bodies the likelihood reads
+    # With likelihood evidence the pass comes after the ranking and notes its first few,
+    # two per step: the reasons shown for the results a user reads.
+    noted: int = 4
+    noted_chunk: int = 2
     likelihood_lines: int = DEFAULT_LINES
     likelihood_tokens: int | None = DEFAULT_DESCRIPTION_TOKENS  # the description's head that is scored
     # Nats per description token the best candidate must gain over retrieval's first.
@@ -199,32 +206,38 @@ def find_prism(session: LlamaSession, search: FunctionSearch, description: str, 
 
     retrieved = search.search(description, top=max(top, settings.candidates))
     pool = retrieved[:settings.candidates]
-    n_steps = -(-len(pool) // settings.chunk_size)
+    by_likelihood = settings.evidence == "likelihood"
+    noted_n = min(settings.noted, len(pool)) if by_likelihood else len(pool)
+    chunk = settings.noted_chunk if by_likelihood else settings.chunk_size
+    total = -(-noted_n // chunk) + 1 + by_likelihood
     emit("retrieval", f"{len(pool)} candidates from retrieval; top: {pool[0].qualname}" if pool
-         else "no functions indexed", 0, n_steps + 1)
+         else "no functions indexed", 0, total)
     if not pool:
         return FindOutcome([], Accounting(), {"chosen_by": "empty"})
 
     keys = candidate_keys(pool)
-    own_store = store is None
-    store = store or NotesStore.for_index(search.index)
-    try:
-        candidates = [Candidate(k, f, candidate_text(search.index, f, k, settings.view, store,
-                                                     settings.max_body_lines))
-                      for k, f in zip(keys, pool)]
-        scored = list(zip(keys, pool))[:settings.likelihood_candidates] if settings.evidence == "likelihood" else []
-        bodies = [body_text(search.index, f, k, settings.likelihood_lines) for k, f in scored]
-    finally:
-        if own_store:
-            store.close()
-    groups = [candidates[i:i + settings.chunk_size] for i in range(0, len(candidates), settings.chunk_size)]
+    candidates = _candidates(search, pool, keys, settings, store)
+    accounting = Accounting()
+    stats: dict = {"view": settings.view, "encoding": settings.encoding.value, "updates": settings.allow_updates,
+                   "candidates": len(pool), "retrieval_order": keys}
+    chosen = None
+    noted = candidates
+    if by_likelihood:
+        scored = candidates[:settings.likelihood_candidates]
+        emit("likelihood", f"scoring the description against {len(scored)} candidate bodies", 0, total)
+        bodies = [body_text(search.index, c.found, c.key, settings.likelihood_lines) for c in scored]
+        chosen = _by_likelihood(session, scored, bodies, description, settings, accounting, stats, cancelled)
+        emit("likelihood", f"first: {chosen or keys[0]} ({stats['chosen_by']})", 1, total)
+        # The pass then writes the reasons for the results the user reads first.
+        noted = sorted(candidates, key=lambda c: c.key != chosen)[:noted_n]
+    groups = [noted[i:i + chunk] for i in range(0, len(noted), chunk)]
 
     def targets(i: int, _chunk: str) -> list[Target]:
         return [Target(CandidateMatch, path=format_path(("candidate_functions", c.key))) for c in groups[i]]
 
     def on_step(p: StepProgress) -> None:
         emit("step", f"step {p.step}/{p.total}: {p.applied} revisions applied, {p.rejected} rejected",
-             p.step, n_steps + 1)
+             p.step + by_likelihood, total)
 
     passed = run_pass(session, TASK, description, CandidateMatches, ["\n".join(c.text for c in g) for g in groups],
                       settings.encoding, settings.allow_updates, cancelled=cancelled, on_step=on_step,
@@ -233,28 +246,35 @@ def find_prism(session: LlamaSession, search: FunctionSearch, description: str, 
     if passed.cancelled:
         raise Cancelled("find cancelled")
     memory = passed.memory.get("candidate_functions", {})
-    accounting = Accounting()
     accounting.add(passed.accounting)
-    stats = {"view": settings.view, "encoding": settings.encoding.value, "updates": settings.allow_updates,
-             "candidates": len(pool), "steps": len(passed.steps), "applied": passed.applied,
-             "rejected": len(passed.rejected), "memory_entries": len(memory), "memory": memory,
-             "retrieval_order": keys, "step_rows": [s.accounting.as_row() for s in passed.steps],
-             "parse_errors": sum(len(s.parse_errors) for s in passed.steps),
-             "pass": passed.accounting.as_row(),
-             "candidate_tokens": sum(len(session.tokenize_text(c.text)) for c in candidates)}
-
-    if settings.evidence == "likelihood":
-        emit("likelihood", f"scoring the description against {len(bodies)} candidate bodies", n_steps, n_steps + 1)
-        chosen = _by_likelihood(session, candidates, bodies, description, settings, accounting, stats, cancelled)
-    else:
+    stats.update({"noted": [c.key for c in noted], "steps": len(passed.steps), "applied": passed.applied,
+                  "rejected": len(passed.rejected), "memory_entries": len(memory), "memory": memory,
+                  "step_rows": [s.accounting.as_row() for s in passed.steps],
+                  "parse_errors": sum(len(s.parse_errors) for s in passed.steps),
+                  "pass": passed.accounting.as_row(),
+                  "candidate_tokens": sum(len(session.tokenize_text(c.text)) for c in noted)})
+    if not by_likelihood:
         chosen = _by_memory(session, passed, keys, [c.key for c in candidates if c.key in memory],
                             settings, accounting, stats, cancelled)
-    emit("answer", f"answer: {chosen}" if chosen else "answer: none, retrieval order kept", n_steps + 1, n_steps + 1)
+    emit("answer", f"answer: {chosen}" if chosen else "answer: none, retrieval order kept", total, total)
 
     beyond = [FoundFunction(f.name, f.qualname, f.path, f.start_line, f.end_line, f.score,
                             f"beyond the {len(pool)} PRISM candidates; retrieval rank {len(pool) + n}")
               for n, f in enumerate(retrieved[len(pool):top], 1)]
-    return FindOutcome(_ranked(candidates, memory, chosen, stats.get("likelihood")) + beyond, accounting, stats)
+    ranked = _ranked(candidates, memory, chosen, stats.get("likelihood"), {c.key for c in noted})
+    return FindOutcome(ranked + beyond, accounting, stats)
+
+
+def _candidates(search: FunctionSearch, pool: list[FoundFunction], keys: list[str], settings: PrismSettings,
+                store: NotesStore | None) -> list[Candidate]:
+    own_store = store is None
+    store = store or NotesStore.for_index(search.index)
+    try:
+        return [Candidate(k, f, candidate_text(search.index, f, k, settings.view, store, settings.max_body_lines))
+                for k, f in zip(keys, pool)]
+    finally:
+        if own_store:
+            store.close()
 
 
 def _by_memory(session: LlamaSession, passed: PassResult, keys: list[str], names: list[str], settings: PrismSettings,
@@ -304,7 +324,7 @@ def _by_likelihood(session: LlamaSession, candidates: list[Candidate], bodies: l
 
 
 def _ranked(candidates: list[Candidate], memory: dict, chosen: str | None,
-            likelihood: dict[str, float] | None = None) -> list[FoundFunction]:
+            likelihood: dict[str, float] | None = None, noted: set[str] | None = None) -> list[FoundFunction]:
     def with_reason(c: Candidate, rank: int, reason: str) -> FoundFunction:
         f = c.found
         return FoundFunction(f.name, f.qualname, f.path, f.start_line, f.end_line, f.score,
@@ -320,6 +340,8 @@ def _ranked(candidates: list[Candidate], memory: dict, chosen: str | None,
                       + (_describe(entry) or "not in the memory"))
         elif entry is not None:
             reason = "in PRISM memory, not chosen: " + _describe(entry)
+        elif noted is not None and c.key not in noted:
+            reason = "not read by the PRISM pass"
         else:
             reason = "not kept in the PRISM memory"
         if likelihood and c.key in likelihood:
