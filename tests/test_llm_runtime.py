@@ -210,27 +210,3 @@ def test_continuation_logprobs_match_sampling_token_by_token(session: LlamaSessi
     # The continuation stays cached: scoring it again after the same prefix re-evaluates one batch only.
     again = session.continuation_logprobs(prefix, continuation)
     assert again.reused == len(prefix) - 1
-
-
-def test_prompt_lookup_drafts_write_the_same_text_in_fewer_passes(session: LlamaSession, base: list[int]) -> None:
-    # The next function repeats the earlier ones, so guesses copied from the prompt are right.
-    prompt = base + session.tokenize_text("def scale_8(values: list[float], factor: float = 8.5) -> list[float]:\n")
-    drafter = session.drafter
-    assert drafter is not None
-    try:
-        session.drafter = None
-        plain = _cold(session, prompt, 40)
-        session.drafter = drafter
-        before = (session.counters.drafted, session.counters.accepted)
-        session.reset()
-        drafted = session.generate(prompt, max_tokens=40)
-    finally:
-        session.drafter = drafter
-    assert drafted.tokens == plain
-    accepted = session.counters.accepted - before[1]
-    assert accepted >= 10, "most of a repeated line should come from checked guesses"
-    # The cache ends where token-by-token decoding leaves it: the prompt and all but the last token.
-    assert session.tokens == prompt + plain[:-1]
-    # A follow-up that quotes the answer reuses it.
-    follow = session.generate(prompt + plain, max_tokens=1)
-    assert follow.stats.reused == len(prompt) + len(plain) - 1

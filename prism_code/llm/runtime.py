@@ -21,7 +21,6 @@ from pathlib import Path
 import llama_cpp
 import numpy as np
 from llama_cpp import _internals
-from llama_cpp.llama_speculative import LlamaDraftModel, LlamaPromptLookupDecoding
 
 from .vocab import Vocabulary
 from .models import DEFAULT_MODEL, MODELS, Progress, ensure_model, file_sha256
@@ -85,8 +84,6 @@ class SessionCounters:
     reused: int = 0
     decoded: int = 0
     restored: int = 0  # tokens brought back from state files instead of being evaluated
-    drafted: int = 0  # prompt-lookup guesses checked while decoding greedily
-    accepted: int = 0  # of those, the ones the model agreed with (decoded without a pass of their own)
     prefill_ms: float = 0.0
     decode_ms: float = 0.0
 
@@ -143,9 +140,6 @@ class LlamaSession:
         self.n_batch = n_batch
         self.n_threads = n_threads
         self.seed = seed
-        # Greedy plain-text decoding guesses its next tokens from the prompt (code repeats
-        # names and lines) and checks the guesses in one batch; None decodes token by token.
-        self.drafter: LlamaDraftModel | None = LlamaPromptLookupDecoding(max_ngram_size=3, num_pred_tokens=8)
         self.tokens: list[int] = []  # exactly the tokens in the KV cache, in order; read-only for callers
         self.counters = SessionCounters()
         self._memory = llama_cpp.llama_get_memory(self._llm.ctx)
@@ -335,25 +329,6 @@ class LlamaSession:
             sampler = self._sampler(grammar, temperature, seed)
             watch = list(watch)
             watched: list[tuple[float, ...]] = []
-            drafter = self.drafter if grammar is None and temperature <= 0.0 and not watch else None
-            drafted = accepted = 0
-            row = -1  # which output row of the last batch holds the logits to sample from
-
-            def take(token: int) -> str | None:
-                """Append a sampled token; the finish reason when it ends the generation."""
-                if self.is_eog(token):
-                    return "eos"
-                out.append(token)
-                search_from = max(0, len(text) - longest_stop + 1)
-                text.extend(self._llm.detokenize([token]))
-                cut = _first_stop(text, stops, search_from)
-                if cut is not None:
-                    del text[cut:]
-                    return "stop"
-                if len(out) == max_tokens or len(self.tokens) >= self.n_ctx:
-                    return "length"
-                return None
-
             try:
                 while len(out) < max_tokens:
                     if cancelled is not None and cancelled():
@@ -361,79 +336,29 @@ class LlamaSession:
                         break
                     if watch:
                         watched.append(self._log_probs(watch))
-                    token = sampler.sample(self._llm._ctx, row)
-                    ended = take(token)
-                    if ended is not None:
-                        finish = ended
+                    token = sampler.sample(self._llm._ctx, -1)
+                    if self.is_eog(token):
+                        finish = "eos"
                         break
-                    draft = self._draft(drafter, prompt, out, max_tokens) if drafter is not None else []
-                    if not draft:
-                        self._llm.eval([token])
-                        self.tokens.append(token)
-                        row = -1
-                        continue
-                    # Greedy decoding checks a guessed continuation in one batch: every draft
-                    # token the model would have picked itself is kept, so the text is what
-                    # token-by-token decoding writes (up to float rounding on a near tie), in
-                    # fewer forward passes.
-                    kept, ended = self._verify(token, draft, take)
-                    drafted += len(draft)
-                    accepted += kept
-                    if ended is not None:
-                        finish = ended
+                    out.append(token)
+                    search_from = max(0, len(text) - longest_stop + 1)
+                    text += self._llm.detokenize([token])
+                    cut = _first_stop(text, stops, search_from)
+                    if cut is not None:
+                        del text[cut:]
+                        finish = "stop"
                         break
-                    row = kept
+                    if len(out) == max_tokens or len(self.tokens) >= self.n_ctx:
+                        break
+                    self._llm.eval([token])
+                    self.tokens.append(token)
             finally:
                 sampler.close()
-            if drafted:
-                # As without drafting, the cache ends with the last token whose successor was sampled.
-                self.truncate(len(prompt) + len(out) - (0 if finish in ("eos", "cancelled") else 1))
-                self.counters.drafted += drafted
-                self.counters.accepted += accepted
             ms = (time.perf_counter() - t0) * 1000
             self.counters.decoded += len(out)
             self.counters.decode_ms += ms
             stats = GenerationStats(len(prompt), pre.reused, pre.encoded, len(out), pre.ms, ms, finish)
             return Generation(text.decode("utf-8", errors="replace"), out, stats, watched[:len(out)])
-
-    def _draft(self, drafter: LlamaDraftModel, prompt: list[int], out: list[int], max_tokens: int) -> list[int]:
-        room = min(max_tokens - len(out), self.n_ctx - len(self.tokens) - 1, self.n_batch - 1)
-        if room <= 0:
-            return []
-        guess = drafter(np.asarray(prompt + out, dtype=np.intc))
-        return [int(t) for t in guess[:room]]
-
-    def _decode_keeping_logits(self, batch: list[int]) -> None:
-        """Evaluate `batch` after the cached tokens with logits kept at every position."""
-        n_past = len(self.tokens)
-        self._llm._batch.set_batch(batch=batch, n_past=n_past, logits_all=True)
-        self._llm._ctx.decode(self._llm._batch)
-        self._llm.input_ids[n_past:n_past + len(batch)] = batch
-        self._llm.n_tokens = n_past + len(batch)
-        self.tokens.extend(batch)
-        self._logits_ready = True
-
-    def _logits_row(self, i: int) -> np.ndarray:
-        """The logits of output row i of the last batch (a view into llama.cpp's buffer)."""
-        return np.ctypeslib.as_array(self._llm._ctx.get_logits_ith(i), shape=(self._llm.n_vocab(),))
-
-    def _verify(self, token: int, draft: list[int], take: Callable[[int], str | None]) -> tuple[int, str | None]:
-        """Evaluate `token` + `draft` in one batch; keep the draft's prefix that greedy decoding
-        agrees with. Returns (draft tokens kept, finish reason if one of them ended the text)."""
-        n_past = len(self.tokens)
-        self._decode_keeping_logits([token, *draft])
-        kept = 0
-        for i, guess in enumerate(draft):
-            if int(self._logits_row(i).argmax()) != guess:
-                break
-            kept += 1
-            ended = take(guess)
-            if ended is not None:
-                return kept, ended
-        # Rejected guesses leave the cache; the logits after the last kept token stay readable.
-        self.truncate(n_past + 1 + kept)
-        self._logits_ready = True
-        return kept, None
 
     def continuation_logprobs(self, prefix: Sequence[int], continuation: Sequence[int],
                               cancelled: Cancelled | None = None) -> Scored:
@@ -458,10 +383,17 @@ class LlamaSession:
             if len(self.tokens) + len(batch) > self.n_ctx:
                 raise ContextOverflow(f"prompt of {len(prefix) + len(continuation)} tokens does not fit the context of {self.n_ctx}")
             t0 = time.perf_counter()
-            self._decode_keeping_logits(batch)
+            n_past = len(self.tokens)
+            self._llm._batch.set_batch(batch=batch, n_past=n_past, logits_all=True)
+            self._llm._ctx.decode(self._llm._batch)
+            self._llm.input_ids[n_past:n_past + len(batch)] = batch
+            self._llm.n_tokens = n_past + len(batch)
+            self.tokens.extend(batch)
+            self._logits_ready = True
+            n_vocab = self._llm.n_vocab()
             out = []
             for i, token in enumerate(continuation):
-                row = self._logits_row(i)
+                row = np.ctypeslib.as_array(self._llm._ctx.get_logits_ith(i), shape=(n_vocab,))
                 top = float(row.max())
                 out.append(float(row[token]) - top - float(np.log(np.exp(row - top).sum())))
             self.counters.encoded += len(batch)
@@ -471,7 +403,8 @@ class LlamaSession:
 
     def _log_probs(self, ids: list[int]) -> tuple[float, ...]:
         # The logits of the last decoded position, as the sampler is about to read them.
-        logits = self._logits_row(-1)
+        n_vocab = self._llm.n_vocab()
+        logits = np.ctypeslib.as_array(self._llm._ctx.get_logits_ith(-1), shape=(n_vocab,))
         top = float(logits.max())
         log_total = top + float(np.log(np.exp(logits - top).sum()))
         return tuple(float(logits[i]) - log_total for i in ids)
