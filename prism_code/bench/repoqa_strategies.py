@@ -207,13 +207,19 @@ def markdown(result: StrategyResult, command: str) -> str:
             chosen_by[key] = chosen_by.get(key, 0) + 1
         tokens = [r.stats.get("candidate_tokens", 0) for r in runs]
         acc = result.accounting.as_row()
+        passes = [r.stats["pass"] for r in runs if "pass" in r.stats]
+        pass_total = sum(p["total_tokens"] for p in passes)
+        pass_hit = 100 * sum(p["reused"] for p in passes) / pass_total if pass_total else 0.0
         lines += ["", f"Candidate prompt tokens per query (view `{result.options.get('view', 'notes')}`): "
                   f"mean {statistics.mean(tokens):.0f}. How the first result was chosen: "
                   + ", ".join(f"{k} {v}" for k, v in sorted(chosen_by.items())) + ".", "",
-                  "PRISM accounting over all queries, pass steps and final answer calls (warm session, as a user runs it):", "",
+                  "Token accounting over all queries, every model call of the strategy (pass steps, and the "
+                  "likelihood's scoring or the final answer call; warm session, as a user runs it):", "",
                   table(["cache hit %", "total (x10^3)", "net (x10^3)", "decoded (x10^3)", "cost index"],
                         [[acc["cache_hit_pct"], round(acc["total_tokens"] / 1e3, 1), round(acc["net_tokens"] / 1e3, 1),
-                          round(acc["decoded"] / 1e3, 2), acc["cost_index"]]])]
+                          round(acc["decoded"] / 1e3, 2), acc["cost_index"]]]),
+                  "", f"The PRISM pass alone: cache hit {pass_hit:.1f}% of {pass_total / 1e3:.1f}k prompt tokens, "
+                  f"{sum(p['decoded'] for p in passes) / max(len(passes), 1):.0f} decoded tokens per query."]
         if result.variants:
             rows = []
             for label, (correct, cost) in result.variants.items():

@@ -39,6 +39,8 @@ class WimNeedle:
     encoded: int
     decoded: int
     margins: list[dict] = field(default_factory=list)  # per segment: P(relevant), function, why
+    answer_moved: bool = False  # the answer was not retrieval's first
+    answer_held: bool = False  # ... and the likelihood kept it below retrieval's first
 
 
 @dataclass
@@ -68,6 +70,8 @@ class WimBenchResult:
             "margins_kept": sum(x.margins_kept for x in self.needles),
             "margins_dropped": sum(x.margins_dropped for x in self.needles),
             "early_exits": sum(1 for x in self.needles if x.early_exit),
+            "answers_not_retrieval_first": sum(1 for x in self.needles if x.answer_moved),
+            "of_those_held_by_likelihood": sum(1 for x in self.needles if x.answer_held),
             "encoded_per_query": round(sum(x.encoded for x in self.needles) / n),
             "decoded_per_query": round(sum(x.decoded for x in self.needles) / n),
         }
@@ -129,7 +133,8 @@ def run_wim_bench(haystacks: list[Haystack], index_cache: Path, limit: int = 20,
                         outcome.stats.get("first_event_ms"), outcome.stats.get("first_margin_ms"),
                         outcome.stats["margins_kept"],
                         outcome.stats["margins_dropped"], outcome.stats["early_exit"],
-                        acc.encoded if acc else 0, acc.decoded if acc else 0, outcome.stats.get("margins", []))
+                        acc.encoded if acc else 0, acc.decoded if acc else 0, outcome.stats.get("margins", []),
+                        bool(outcome.stats.get("likelihood")), bool(outcome.stats.get("answer_held")))
                     result.needles.append(item)
                     log.info("%s: rank %s (retrieval %s) %.1fs first %.1fs kept %d early %s", needle.instance_id,
                              item.found_rank, item.retrieval_rank, ms / 1000, (item.first_event_ms or 0) / 1000,

@@ -27,11 +27,14 @@ Choices, and why:
   further segments or final call are run.
 - Every segment emits a progress event (a progress bar, paper Sec. 6); the message
   carries the margin when it is relevant.
+- The answer moves above retrieval's first only when the description's likelihood after
+  its body beats that after the first's (query_likelihood, two scoring passes).
 
 Measured (docs/benchmarks.md, 20 RepoQA needles, 0.5B): the 0.5B labels every segment
-relevant (P(true) 0.66-0.74 on the runs inspected), so no margin is dropped and the 0.9 early-exit bar is
-never met; top-1 equals retrieval's on the same needles. The label is kept as the
-paper defines it rather than re-thresholded on the benchmark.
+relevant (P(true) 0.66-0.74 on the runs inspected), so no margin is dropped and the 0.9
+early-exit bar is never met. Its final answer alone scored 0.65 against retrieval's 0.75
+(session 4); with the likelihood's check, 0.75. The label is kept as the paper defines
+it rather than re-thresholded on the benchmark.
 """
 
 from __future__ import annotations
