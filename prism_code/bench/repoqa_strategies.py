@@ -125,11 +125,7 @@ def _run_haystacks(session: LlamaSession, haystacks: list[Haystack], chosen: lis
                                     {**options, "encoding": encoding, "allow_updates": updates}, Accounting())
                         correct, total = out.variants.get(label, (0, Accounting()))
                         # Table 3 compares encodings: the pass's own calls, not the likelihood's scoring.
-                        row = run_.stats["pass"]
-                        total.calls += row["calls"]
-                        total.reused += row["reused"]
-                        total.encoded += row["net_tokens"]
-                        total.decoded += row["decoded"]
+                        total.add(run_.stats["pass_accounting"])
                         out.variants[label] = (correct + run_.correct, total)
 
 
@@ -211,9 +207,9 @@ def markdown(result: StrategyResult, command: str) -> str:
             chosen_by[key] = chosen_by.get(key, 0) + 1
         tokens = [r.stats.get("candidate_tokens", 0) for r in runs]
         acc = result.accounting.as_row()
-        passes = [r.stats["pass"] for r in runs if "pass" in r.stats]
-        pass_total = sum(p["total_tokens"] for p in passes)
-        pass_hit = 100 * sum(p["reused"] for p in passes) / pass_total if pass_total else 0.0
+        passes = Accounting()
+        for r in runs:
+            passes.add(r.stats.get("pass_accounting", Accounting()))
         lines += ["", f"Candidate prompt tokens per query (view `{result.options.get('view', 'notes')}`): "
                   f"mean {statistics.mean(tokens):.0f}. How the first result was chosen: "
                   + ", ".join(f"{k} {v}" for k, v in sorted(chosen_by.items())) + ".", "",
@@ -222,8 +218,8 @@ def markdown(result: StrategyResult, command: str) -> str:
                   table(["cache hit %", "total (x10^3)", "net (x10^3)", "decoded (x10^3)", "cost index"],
                         [[acc["cache_hit_pct"], round(acc["total_tokens"] / 1e3, 1), round(acc["net_tokens"] / 1e3, 1),
                           round(acc["decoded"] / 1e3, 2), acc["cost_index"]]]),
-                  "", f"The PRISM pass alone: cache hit {pass_hit:.1f}% of {pass_total / 1e3:.1f}k prompt tokens, "
-                  f"{sum(p['decoded'] for p in passes) / max(len(passes), 1):.0f} decoded tokens per query."]
+                  "", f"The PRISM pass alone: cache hit {100 * passes.cache_hit:.1f}% of {passes.total / 1e3:.1f}k "
+                  f"prompt tokens, {passes.decoded / max(len(runs), 1):.0f} decoded tokens per query."]
         if result.variants:
             rows = []
             for label, (correct, cost) in result.variants.items():

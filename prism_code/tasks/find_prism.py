@@ -30,7 +30,7 @@ import json
 import logging
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from prism_code.cancel import Cancelled
 from prism_code.index import RepoIndex
@@ -184,6 +184,24 @@ def _describe(entry: dict | None) -> str:
     return f"fit {entry.get('fit', '?')}/10" + (f", {does}" if does else "")
 
 
+@dataclass
+class _Query:
+    """One find query's model, settings and running totals, shared by its stages."""
+
+    session: LlamaSession
+    description: str
+    settings: PrismSettings
+    cancelled: Callable[[], bool] | None
+    on_event: FindListener | None
+    total: int  # progress events a query reports after retrieval's
+    accounting: Accounting = field(default_factory=Accounting)
+    stats: dict = field(default_factory=dict)
+
+    def emit(self, stage: str, message: str, done: int) -> None:
+        if self.on_event is not None:
+            self.on_event(FindEvent("prism", stage, message, done, self.total))
+
+
 def find_prism(session: LlamaSession, search: FunctionSearch, description: str, *, top: int = 10,
                on_event: FindListener | None = None, cancelled: Callable[[], bool] | None = None,
                settings: PrismSettings | None = None, store: NotesStore | None = None,
@@ -192,77 +210,49 @@ def find_prism(session: LlamaSession, search: FunctionSearch, description: str, 
 
     `state_cache` keeps the pass's query-independent prefix (task, rules, schema) on disk.
     """
-    settings = settings or PrismSettings()
-    if overrides:
-        settings = PrismSettings(**{**settings.__dict__, **overrides})
-    if settings.view not in VIEWS:
-        raise ValueError(f"unknown candidate view {settings.view!r}; choose from {', '.join(VIEWS)}")
-    if settings.evidence not in EVIDENCE:
-        raise ValueError(f"unknown evidence {settings.evidence!r}; choose from {', '.join(EVIDENCE)}")
-
-    def emit(stage: str, message: str, done: int, total: int) -> None:
-        if on_event is not None:
-            on_event(FindEvent("prism", stage, message, done, total))
-
+    settings = _checked(settings or PrismSettings(), overrides)
     retrieved = search.search(description, top=max(top, settings.candidates))
     pool = retrieved[:settings.candidates]
     by_likelihood = settings.evidence == "likelihood"
     noted_n = min(settings.noted, len(pool)) if by_likelihood else len(pool)
     chunk = settings.noted_chunk if by_likelihood else settings.chunk_size
-    total = -(-noted_n // chunk) + 1 + by_likelihood
-    emit("retrieval", f"{len(pool)} candidates from retrieval; top: {pool[0].qualname}" if pool
-         else "no functions indexed", 0, total)
+    query = _Query(session, description, settings, cancelled, on_event, -(-noted_n // chunk) + 1 + by_likelihood)
+    query.emit("retrieval", f"{len(pool)} candidates from retrieval; top: {pool[0].qualname}" if pool
+               else "no functions indexed", 0)
     if not pool:
         return FindOutcome([], Accounting(), {"chosen_by": "empty"})
 
     keys = candidate_keys(pool)
     candidates = _candidates(search, pool, keys, settings, store)
-    accounting = Accounting()
-    stats: dict = {"view": settings.view, "encoding": settings.encoding.value, "updates": settings.allow_updates,
-                   "candidates": len(pool), "retrieval_order": keys}
-    chosen = None
-    noted = candidates
+    query.stats.update({"view": settings.view, "encoding": settings.encoding.value, "updates": settings.allow_updates,
+                        "candidates": len(pool), "retrieval_order": keys})
     if by_likelihood:
-        scored = candidates[:settings.likelihood_candidates]
-        emit("likelihood", f"scoring the description against {len(scored)} candidate bodies", 0, total)
-        bodies = [body_text(search.index, c.found, c.key, settings.likelihood_lines) for c in scored]
-        chosen = _by_likelihood(session, scored, bodies, description, settings, accounting, stats, cancelled)
-        emit("likelihood", f"first: {chosen or keys[0]} ({stats['chosen_by']})", 1, total)
+        chosen = _by_likelihood(query, search.index, candidates[:settings.likelihood_candidates])
         # The pass then writes the reasons for the results the user reads first.
         noted = sorted(candidates, key=lambda c: c.key != chosen)[:noted_n]
-    groups = [noted[i:i + chunk] for i in range(0, len(noted), chunk)]
-
-    def targets(i: int, _chunk: str) -> list[Target]:
-        return [Target(CandidateMatch, path=format_path(("candidate_functions", c.key))) for c in groups[i]]
-
-    def on_step(p: StepProgress) -> None:
-        emit("step", f"step {p.step}/{p.total}: {p.applied} revisions applied, {p.rejected} rejected",
-             p.step + by_likelihood, total)
-
-    passed = run_pass(session, TASK, description, CandidateMatches, ["\n".join(c.text for c in g) for g in groups],
-                      settings.encoding, settings.allow_updates, cancelled=cancelled, on_step=on_step,
-                      targets=targets, min_revisions=1, max_revisions=settings.max_revisions,
-                      max_tokens=settings.step_tokens, state_cache=state_cache)
-    if passed.cancelled:
-        raise Cancelled("find cancelled")
-    memory = passed.memory.get("candidate_functions", {})
-    accounting.add(passed.accounting)
-    stats.update({"noted": [c.key for c in noted], "steps": len(passed.steps), "applied": passed.applied,
-                  "rejected": len(passed.rejected), "memory_entries": len(memory), "memory": memory,
-                  "step_rows": [s.accounting.as_row() for s in passed.steps],
-                  "parse_errors": sum(len(s.parse_errors) for s in passed.steps),
-                  "pass": passed.accounting.as_row(),
-                  "candidate_tokens": sum(len(session.tokenize_text(c.text)) for c in noted)})
-    if not by_likelihood:
-        chosen = _by_memory(session, passed, keys, [c.key for c in candidates if c.key in memory],
-                            settings, accounting, stats, cancelled)
-    emit("answer", f"answer: {chosen}" if chosen else "answer: none, retrieval order kept", total, total)
+        passed = _note(query, noted, chunk, state_cache, steps_before=1)
+    else:
+        noted = candidates
+        passed = _note(query, noted, chunk, state_cache, steps_before=0)
+        chosen = _by_memory(query, passed, keys, [c.key for c in candidates if c.key in query.stats["memory"]])
+    query.emit("answer", f"answer: {chosen}" if chosen else "answer: none, retrieval order kept", query.total)
 
     beyond = [FoundFunction(f.name, f.qualname, f.path, f.start_line, f.end_line, f.score,
                             f"beyond the {len(pool)} PRISM candidates; retrieval rank {len(pool) + n}")
               for n, f in enumerate(retrieved[len(pool):top], 1)]
-    ranked = _ranked(candidates, memory, chosen, stats.get("likelihood"), {c.key for c in noted})
-    return FindOutcome(ranked + beyond, accounting, stats)
+    ranked = _ranked(candidates, query.stats["memory"], chosen, query.stats.get("likelihood"),
+                     {c.key for c in noted})
+    return FindOutcome(ranked + beyond, query.accounting, query.stats)
+
+
+def _checked(settings: PrismSettings, overrides: dict) -> PrismSettings:
+    if overrides:
+        settings = replace(settings, **overrides)
+    if settings.view not in VIEWS:
+        raise ValueError(f"unknown candidate view {settings.view!r}; choose from {', '.join(VIEWS)}")
+    if settings.evidence not in EVIDENCE:
+        raise ValueError(f"unknown evidence {settings.evidence!r}; choose from {', '.join(EVIDENCE)}")
+    return settings
 
 
 def _candidates(search: FunctionSearch, pool: list[FoundFunction], keys: list[str], settings: PrismSettings,
@@ -277,18 +267,48 @@ def _candidates(search: FunctionSearch, pool: list[FoundFunction], keys: list[st
             store.close()
 
 
-def _by_memory(session: LlamaSession, passed: PassResult, keys: list[str], names: list[str], settings: PrismSettings,
-               accounting: Accounting, stats: dict, cancelled: Callable[[], bool] | None) -> str | None:
-    """The key the answer call over the memory moves above retrieval's first, else None."""
+def _note(query: _Query, noted: list[Candidate], chunk: int, state_cache: StateCache | None,
+          steps_before: int) -> PassResult:
+    """The PRISM pass over `noted`, `chunk` candidates per step; its figures go into the query's stats."""
+    groups = [noted[i:i + chunk] for i in range(0, len(noted), chunk)]
+
+    def targets(i: int, _chunk: str) -> list[Target]:
+        return [Target(CandidateMatch, path=format_path(("candidate_functions", c.key))) for c in groups[i]]
+
+    def on_step(p: StepProgress) -> None:
+        query.emit("step", f"step {p.step}/{p.total}: {p.applied} revisions applied, {p.rejected} rejected",
+                   p.step + steps_before)
+
+    settings, session = query.settings, query.session
+    passed = run_pass(session, TASK, query.description, CandidateMatches,
+                      ["\n".join(c.text for c in g) for g in groups], settings.encoding, settings.allow_updates,
+                      cancelled=query.cancelled, on_step=on_step, targets=targets, min_revisions=1,
+                      max_revisions=settings.max_revisions, max_tokens=settings.step_tokens, state_cache=state_cache)
+    if passed.cancelled:
+        raise Cancelled("find cancelled")
     memory = passed.memory.get("candidate_functions", {})
-    contenders = promotable(keys, memory, settings.strong_fit)
+    query.accounting.add(passed.accounting)
+    query.stats.update({
+        "noted": [c.key for c in noted], "steps": len(passed.steps), "applied": passed.applied,
+        "rejected": len(passed.rejected), "memory_entries": len(memory), "memory": memory,
+        "step_rows": [s.accounting.as_row() for s in passed.steps],
+        "parse_errors": sum(len(s.parse_errors) for s in passed.steps),
+        "pass": passed.accounting.as_row(), "pass_accounting": passed.accounting,
+        "candidate_tokens": sum(len(session.tokenize_text(c.text)) for c in noted)})
+    return passed
+
+
+def _by_memory(query: _Query, passed: PassResult, keys: list[str], names: list[str]) -> str | None:
+    """The key the answer call over the memory moves above retrieval's first, else None."""
+    stats = query.stats
+    contenders = promotable(keys, stats["memory"], query.settings.strong_fit)
     if not contenders:
         # Whatever the answer named, retrieval's first would stay first: no call needed.
         stats["chosen_by"] = "retrieval: no other candidate rated a strong fit"
         return None
-    gen = session.generate(passed.final_prompt(ANSWER), max_tokens=settings.answer_tokens,
-                           grammar=answer_grammar(names), cancelled=cancelled)
-    accounting.add(gen.stats)
+    gen = query.session.generate(passed.final_prompt(ANSWER), max_tokens=query.settings.answer_tokens,
+                                 grammar=answer_grammar(names), cancelled=query.cancelled)
+    query.accounting.add(gen.stats)
     stats["answer"] = gen.text
     stats["answer_call"] = {"reused": gen.stats.reused, "encoded": gen.stats.encoded,
                             "decoded": gen.stats.decoded}
@@ -307,20 +327,22 @@ def _by_memory(session: LlamaSession, passed: PassResult, keys: list[str], names
     return None
 
 
-def _by_likelihood(session: LlamaSession, candidates: list[Candidate], bodies: list[str], description: str,
-                   settings: PrismSettings, accounting: Accounting, stats: dict,
-                   cancelled: Callable[[], bool] | None) -> str | None:
+def _by_likelihood(query: _Query, index: RepoIndex, scored: list[Candidate]) -> str | None:
     """The key to move above retrieval's first by the description's likelihood, else None."""
-    verdict = rerank(session, bodies, description, settings.likelihood_margin, cancelled, settings.likelihood_tokens)
+    settings = query.settings
+    query.emit("likelihood", f"scoring the description against {len(scored)} candidate bodies", 0)
+    bodies = [body_text(index, c.found, c.key, settings.likelihood_lines) for c in scored]
+    verdict = rerank(query.session, bodies, query.description, settings.likelihood_margin, query.cancelled,
+                     settings.likelihood_tokens)
     for cost in verdict.stats:
-        accounting.add(cost)
-    scores, best = verdict.scores, verdict.best
-    stats["likelihood"] = {c.key: round(v, 4) for c, v in zip(candidates, scores)}
-    if best is None:
-        stats["chosen_by"] = "retrieval: no candidate made the description clearly more likely"
-        return None
-    stats["chosen_by"] = "likelihood: the description is clearly more likely after this body"
-    return candidates[best].key
+        query.accounting.add(cost)
+    stats = query.stats
+    stats["likelihood"] = {c.key: round(v, 4) for c, v in zip(scored, verdict.scores)}
+    chosen = None if verdict.best is None else scored[verdict.best].key
+    stats["chosen_by"] = ("retrieval: no candidate made the description clearly more likely" if chosen is None
+                          else "likelihood: the description is clearly more likely after this body")
+    query.emit("likelihood", f"first: {chosen or scored[0].key} ({stats['chosen_by']})", 1)
+    return chosen
 
 
 def _ranked(candidates: list[Candidate], memory: dict, chosen: str | None,
