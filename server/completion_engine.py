@@ -227,7 +227,8 @@ class CompletionEngine:
                 job.answer.set_result(result)
             if result is not None:
                 self.stats.observe(result)
-                self.debounce.observe(result.latency_ms)
+                if not result.typed_through:  # the debounce guards model work; these did none
+                    self.debounce.observe(result.latency_ms)
             elif job.cancelled():
                 self.stats.cancelled += 1
             self._schedule_checkpoint()

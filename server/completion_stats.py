@@ -47,14 +47,18 @@ class CompletionStats:
     prompt_tokens: int = 0
     reused_tokens: int = 0  # kept in the KV cache, or restored from a state file
     restored_tokens: int = 0
+    typed_through: int = 0  # answered from the suggestion the user was typing, without the model
     latencies_ms: deque[float] = field(default_factory=lambda: deque(maxlen=1000))
 
     def observe(self, result: CompletionResult) -> None:
         self.completed += 1
+        self.latencies_ms.append(result.latency_ms)
+        if result.typed_through:  # no prompt went to the model
+            self.typed_through += 1
+            return
         self.prompt_tokens += result.prompt_tokens
         self.reused_tokens += result.reused
         self.restored_tokens += result.restored
-        self.latencies_ms.append(result.latency_ms)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -65,4 +69,5 @@ class CompletionStats:
             "tokensReusedPercent": (round(100 * self.reused_tokens / self.prompt_tokens, 1)
                                     if self.prompt_tokens else None),
             "tokensRestored": self.restored_tokens,
+            "typedThrough": self.typed_through,
         }

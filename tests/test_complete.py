@@ -41,7 +41,8 @@ def test_retrieved_context_names_what_only_another_file_defines(index, model_ses
 
 
 def test_keystrokes_reuse_the_cache_and_restarts_use_state_files(index, model_session, tmp_path):
-    settings = CompletionSettings(min_state_tokens=0)
+    # The model path: typing the suggestion's own first letter would be answered from it.
+    settings = CompletionSettings(min_state_tokens=0, type_through=False)
     states = StateCache(tmp_path / "states")
     text, line, col = cursor_after_settings(index)
     model_session.reset()
@@ -63,7 +64,7 @@ def test_the_cursor_may_cut_a_token_and_the_completion_still_fits(index, model_s
     text, line, col = cursor_after_settings(index)  # `grace = settings.`: "." ends a token
     head = text.rstrip("\n")
     model_session.reset()
-    completer = Completer(index, model_session)
+    completer = Completer(index, model_session, CompletionSettings(type_through=False))
     assert completer.complete(NET, text, line, col).completion.startswith("HANDSHAKE_GRACE")  # no space
     typed = head + "HANDSH\n"  # mid-word
     assert completer.complete(NET, typed, line, col + 6).completion.startswith("AKE_GRACE_PERIOD_MS")

@@ -173,6 +173,7 @@ async def test_status_reports_the_model_and_counters(served):
     counters = report["completion"]
     assert counters["requests"] >= 7 and counters["completed"] >= 4
     assert counters["p50Ms"] > 0 and counters["tokensReusedPercent"] > 50
+    assert counters["typedThrough"] >= 1  # letters typed as the suggestion spelled them
     assert 150 <= counters["debounceMs"] <= 400
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import os
 import resource
 import statistics
@@ -50,6 +51,11 @@ class RepoEvalResult:
     # The typed character plus the completion after it is the task's line: the keystroke
     # prompt (typed text after the suffix) is scored too, not only timed.
     warm_em: list[bool] = field(default_factory=list)
+    warm_decoded: list[int] = field(default_factory=list)  # what the warm latency's spread follows
+    # The same keystrokes as the product answers them: those that type the suggestion's first
+    # character are read off it (typed_through.py); how fast, and whether the text matches the model's.
+    typed_through_ms: list[float] = field(default_factory=list)
+    typed_through_same: int = 0
     restart_ms: list[float] = field(default_factory=list)
     reused: int = 0
     encoded: int = 0
@@ -88,9 +94,17 @@ def run(model: str, per_project: int, modes: list[str], restarts: int = 2,
                 if mode == TIMED_MODE:
                     result.reused += answer.reused
                     result.encoded += answer.encoded
-                    warm = _keystroke(completer, task, text, line, col)
+                    # The model path first: the completer keeps the suggestion a keystroke may follow.
+                    model_path = copy.copy(completer)
+                    model_path.settings = replace(completer.settings, type_through=False)
+                    warm = _keystroke(model_path, task, text, line, col)
                     result.warm_ms.append(warm.latency_ms)
                     result.warm_encoded.append(warm.encoded)
+                    result.warm_decoded.append(warm.decoded)
+                    product = _keystroke(completer, task, text, line, col)
+                    if product.typed_through:
+                        result.typed_through_ms.append(product.latency_ms)
+                        result.typed_through_same += product.completion == warm.completion
                     result.warm_em.append(exact_match(task.ground_truth.strip()[:1] + warm.completion,
                                                       task.ground_truth.strip()))
                     if len(restart_tasks) < restarts:  # per project
@@ -197,14 +211,27 @@ def markdown(r: RepoEvalResult, command: str) -> str:
         "",
         table(["mode", "EM", "ES", "EM line", "EM api", "latency p50 / p95 ms (new context)"], rows),
         "",
-        f"{TIMED_MODE}: warm completion after one keystroke p50 {_pct(r.warm_ms, 0.5):.0f} ms, "
-        f"p95 {_pct(r.warm_ms, 0.95):.0f} ms; first completion after a restart (state files) "
+        f"{TIMED_MODE}: warm completion after one keystroke, by the model, p50 {_pct(r.warm_ms, 0.5):.0f} ms, "
+        f"p95 {_pct(r.warm_ms, 0.95):.0f} ms (decoded tokens p50 {_pct(r.warm_decoded, 0.5):.0f}, "
+        f"p95 {_pct(r.warm_decoded, 0.95):.0f}); first completion after a restart (state files) "
         f"p50 {_pct(r.restart_ms, 0.5):.0f} ms over {len(r.restart_ms)} places; "
         f"prompt tokens reused from the KV cache {100 * r.reused / total if total else 0:.0f}%; "
         f"peak RSS {r.peak_rss_mib:.0f} MiB (this process: model and six indexes).",
         "",
+        _typed_through_line(r),
+        "",
         _keystroke_line(r),
     ])
+
+
+def _typed_through_line(r: RepoEvalResult) -> str:
+    n, hits = len(r.warm_ms), len(r.typed_through_ms)
+    if not hits:
+        return f"Typing into the suggestion: none of the {n} keystrokes typed the first character of the suggestion shown."
+    return (f"Typing into the suggestion: {hits} of {n} keystrokes typed the first character of the "
+            f"suggestion shown and were answered from it without the model, p50 {_pct(r.typed_through_ms, 0.5):.1f} ms, "
+            f"p95 {_pct(r.typed_through_ms, 0.95):.1f} ms; the text equals the model path's in "
+            f"{r.typed_through_same} of {hits}. The other keystrokes take the model path above.")
 
 
 def _keystroke_line(r: RepoEvalResult) -> str:

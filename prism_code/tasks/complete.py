@@ -20,11 +20,12 @@ from dataclasses import asdict, dataclass, field
 from prism_code.index import RepoIndex
 from prism_code.llm.backend import CompletionBackend
 from prism_code.llm.gbnf import starts_with
-from prism_code.llm.runtime import GenerationStats, common_prefix
+from prism_code.llm.runtime import GenerationStats, LlamaSession, common_prefix
 from prism_code.llm.state_cache import StateCache
 from prism_code.retrieval.windows import RetrievedWindow, WindowRetriever
 from prism_code.tasks.fim import (STOP_MARKERS, FimBudget, FimPrompt, build_prompt,
                                   finish_completion, split_at_cursor, wants_block)
+from prism_code.tasks.typed_through import Suggestion, follow, remember
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +46,9 @@ class CompletionSettings:
     budget: FimBudget = field(default_factory=FimBudget)
     # Saving a state file costs ~25 ms per 1,000 tokens; below this a cold prefill is as cheap.
     min_state_tokens: int = 256
+    # Typing what the last suggestion begins with is answered from it, without the model
+    # (typed_through.py); off, every keystroke runs the model (the benchmark's model path).
+    type_through: bool = True
 
 
 @dataclass
@@ -57,6 +61,7 @@ class CompletionResult:
     encoded: int = 0
     decoded: int = 0
     restored: int = 0
+    typed_through: bool = False  # read off the last suggestion: the user typed its beginning
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -74,6 +79,10 @@ class Completer:
         self.retriever = retriever or WindowRetriever(index)
         self._last_context: list[RetrievedWindow] = []
         self._last_prompt: FimPrompt | None = None
+        self._suggestion: Suggestion | None = None
+        # A remote server's tokens are this side's tokenization of its text, not the path
+        # the model took, so only a local session's answers can be followed.
+        self._exact_tokens = isinstance(session, LlamaSession)
 
     def _retrieve(self, path: str, prefix: str, draft: str = "") -> list[RetrievedWindow]:
         if not self.settings.retrieval:
@@ -112,6 +121,7 @@ class Completer:
                   cancelled: Callable[[], bool] | None) -> tuple[str, GenerationStats]:
         """The model's text after the cursor; with `prompt.heal`, the typed text the prompt
         left out is written first, a token at a time under a grammar, then cut off again."""
+        self._suggestion = None
         healed: list[int] = []
         steps = []
         written = ""
@@ -130,6 +140,8 @@ class Completer:
         rest = self.session.generate([*prompt.tokens, *healed], max_tokens=max_tokens - len(healed),
                                      stop=stop, cancelled=cancelled)
         steps.append(rest.stats)
+        if self._exact_tokens:
+            self._suggestion = remember(prompt, [*healed, *rest.tokens], rest.stats.finish_reason, stop, max_tokens)
         return written[len(prompt.heal):] + rest.text, _merged(steps)
 
     def checkpoint(self) -> bool:
@@ -162,6 +174,13 @@ class Completer:
         stop = list(STOP_MARKERS) + ([] if block else ["\n"])
         windows = self._retrieve(path, prefix)
         prompt = self._prompt(path, prefix, suffix, windows)
+        if self.settings.type_through and self.settings.iterations == 1:
+            known = follow(self._suggestion, prompt, stop, max_tokens, self.session.detokenize)
+            if known is not None:
+                return CompletionResult(
+                    completion=finish_completion(known, suffix, max_lines, prompt.held_indent),
+                    latency_ms=round((time.perf_counter() - started) * 1000, 1), context=prompt.context,
+                    prompt_tokens=len(prompt.tokens), typed_through=True)
         restored = self._restore(prompt)
         text, stats = self._generate(prompt, max_tokens, stop, cancelled)
         for _ in range(self.settings.iterations - 1):
