@@ -8,6 +8,7 @@ import logging
 import sys
 from pathlib import Path
 
+from prism_code.bench.charts import ChartsUnavailable
 from prism_code.cancel import Cancelled
 from prism_code.config import IndexConfig
 from prism_code.llm.backend import BackendError
@@ -273,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     try:
         return args.func(args)
-    except (WorkspaceError, ValueError, ModelError, BackendError) as exc:
+    except (WorkspaceError, ValueError, ModelError, BackendError, ChartsUnavailable) as exc:
         print(f"prism-code: error: {exc}", file=sys.stderr)
         return 2
     except Cancelled as exc:

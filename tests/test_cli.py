@@ -93,3 +93,14 @@ def test_clear_errors(tmp_path):
     assert out.returncode == 2 and "empty" in out.stderr
     out = run("related", str(tmp_path / "repo"), "a.py", "3", cache=tmp_path / "cache")
     assert out.returncode == 2 and "no indexed fragment" in out.stderr
+
+
+def test_a_benchmark_without_its_chart_library_says_so_before_running(tmp_path):
+    blocked = ("import sys; sys.modules['matplotlib'] = None\n"  # as if the `bench` extra were not installed
+               "from prism_code.cli import main; sys.exit(main(sys.argv[1:]))")
+    doc = tmp_path / "benchmarks.md"
+    out = subprocess.run([sys.executable, "-c", blocked, "bench", "repoeval", "--write", str(doc)],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "matplotlib" in out.stderr and ".[bench]" in out.stderr
+    assert not doc.exists()

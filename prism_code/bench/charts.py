@@ -6,6 +6,18 @@ from collections.abc import Sequence
 from pathlib import Path
 
 
+class ChartsUnavailable(RuntimeError):
+    """matplotlib is missing: said before a benchmark runs, not after it."""
+
+
+def require_matplotlib() -> None:
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError as err:
+        raise ChartsUnavailable("benchmark charts need matplotlib, the `bench` extra: "
+                                "run `.venv/bin/pip install -e '.[bench]'`, then the benchmark again") from err
+
+
 def grouped_bars(path: Path, title: str, groups: Sequence[str], series: dict[str, Sequence[float]],
                  ylabel: str) -> Path:
     """One cluster of bars per group, one bar per series, values printed on the bars."""

@@ -56,6 +56,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     command = command_line()
+    if args.write:
+        from prism_code.bench.charts import require_matplotlib
+
+        require_matplotlib()  # a benchmark can run for an hour; its chart must not fail at the end
     if args.bench == "repoqa":
         from prism_code.bench import repoqa_data, repoqa_retrieval
         from prism_code.retrieval.dense import Embedder
