@@ -5,7 +5,8 @@ checkpoints): a llama.cpp context does one thing at a time, and the event loop m
 free for hover and find. Each document has one live request: a newer one supersedes it,
 and a superseded generation stops at its next token (or prefill batch) through its
 `cancelled` callback. A request first waits out a debounce, so a burst of keystrokes
-costs one generation. Identical requests (VS Code asks for a list item and for ghost text
+costs one generation, unless the user typed what the last suggestion begins with: that
+answer is read off the suggestion at once (tasks/typed_through.py). Identical requests (VS Code asks for a list item and for ghost text
 at the same place) share one generation and its answer.
 
 The KV cache holds one prompt, so warm-ups only run where a completion is about to be
@@ -217,9 +218,12 @@ class CompletionEngine:
     async def _run(self, job: _Job) -> None:
         result = None
         try:
-            await asyncio.sleep(self.debounce.delay)
-            if not job.cancelled():
-                result = await asyncio.wrap_future(self._submit(self._generate, job))
+            # Typing into the suggestion needs no model: answered before any debounce.
+            result = await asyncio.wrap_future(self._submit(self._follow, job))
+            if result is None:
+                await asyncio.sleep(self.debounce.delay)
+                if not job.cancelled():
+                    result = await asyncio.wrap_future(self._submit(self._generate, job))
         except Exception:  # noqa: BLE001 - a failed completion is an empty one, never a crash
             log.exception("completion in %s failed", job.request.path)
         finally:
@@ -279,6 +283,15 @@ class CompletionEngine:
             self._completers[workspace.root] = completer
         self._last_completer = completer
         return completer
+
+    def _follow(self, job: _Job) -> CompletionResult | None:
+        """The answer read off the workspace's last suggestion, or None (no model is loaded for this)."""
+        r = job.request
+        completer = self._completers.get(r.workspace.root)
+        if (job.cancelled() or completer is None or completer.index is not r.workspace.index
+                or completer.session is not self.host.current):
+            return None
+        return completer.follow(r.path, r.text, r.line, r.col)
 
     def _generate(self, job: _Job) -> CompletionResult | None:
         completer = None if job.cancelled() else self._completer(job.request.workspace)

@@ -51,7 +51,10 @@ def test_typing_something_else_asks_the_model(index, model_session):
     completer = Completer(index, model_session)
     shown = completer.complete(NET, *at_cursor(index))
     decoded = model_session.counters.decoded
-    other = completer.complete(NET, *at_cursor(index, "T"))  # the suggestion starts with "H"
+    assert completer.follow(NET, *at_cursor(index, "HA")).completion == shown.completion[2:]
+    assert completer.follow(NET, *at_cursor(index, "T")) is None  # the suggestion starts with "H"
+    assert model_session.counters.decoded == decoded  # asking whether it follows costs no model work
+    other = completer.complete(NET, *at_cursor(index, "T"))
     assert not other.typed_through
     assert model_session.counters.decoded > decoded
     assert other.completion != shown.completion[1:]

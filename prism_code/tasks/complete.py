@@ -164,34 +164,64 @@ class Completer:
         self._restore(prompt)
         return self.session.prefill(prompt.tokens, cancelled=cancelled).encoded
 
+    def follow(self, path: str, text: str, line: int, col: int) -> CompletionResult | None:
+        """The answer read off the last suggestion when the user typed what it begins with, else None.
+
+        No model call: the server answers these at once, without a debounce.
+        """
+        started = time.perf_counter()
+        shape = self._shape(text, line, col)
+        prompt = self._prompt(path, shape.prefix, shape.suffix, self._retrieve(path, shape.prefix))
+        return self._followed(prompt, shape, started)
+
     def complete(self, path: str, text: str, line: int, col: int,
                  cancelled: Callable[[], bool] | None = None) -> CompletionResult:
         started = time.perf_counter()
-        prefix, suffix = split_at_cursor(text, line, col)
-        block = self.settings.max_lines > 1 and wants_block(prefix)
-        max_lines = self.settings.max_lines if block else 1
-        max_tokens = self.settings.block_tokens if block else self.settings.line_tokens
-        stop = list(STOP_MARKERS) + ([] if block else ["\n"])
-        windows = self._retrieve(path, prefix)
-        prompt = self._prompt(path, prefix, suffix, windows)
-        if self.settings.type_through and self.settings.iterations == 1:
-            known = follow(self._suggestion, prompt, stop, max_tokens, self.session.detokenize)
-            if known is not None:
-                return CompletionResult(
-                    completion=finish_completion(known, suffix, max_lines, prompt.held_indent),
-                    latency_ms=round((time.perf_counter() - started) * 1000, 1), context=prompt.context,
-                    prompt_tokens=len(prompt.tokens), typed_through=True)
+        shape = self._shape(text, line, col)
+        prompt = self._prompt(path, shape.prefix, shape.suffix, self._retrieve(path, shape.prefix))
+        followed = self._followed(prompt, shape, started)
+        if followed is not None:
+            return followed
         restored = self._restore(prompt)
-        text, stats = self._generate(prompt, max_tokens, stop, cancelled)
+        text, stats = self._generate(prompt, shape.max_tokens, shape.stop, cancelled)
         for _ in range(self.settings.iterations - 1):
-            windows = self._retrieve(path, prefix, draft=text)
-            prompt = self._prompt(path, prefix, suffix, windows)
-            text, stats = self._generate(prompt, max_tokens, stop, cancelled)
+            windows = self._retrieve(path, shape.prefix, draft=text)
+            prompt = self._prompt(path, shape.prefix, shape.suffix, windows)
+            text, stats = self._generate(prompt, shape.max_tokens, shape.stop, cancelled)
         return CompletionResult(
-            completion=finish_completion(text, suffix, max_lines, prompt.held_indent),
+            completion=finish_completion(text, shape.suffix, shape.max_lines, prompt.held_indent),
             latency_ms=round((time.perf_counter() - started) * 1000, 1),
             context=prompt.context, prompt_tokens=len(prompt.tokens), reused=stats.reused,
             encoded=stats.encoded, decoded=stats.decoded, restored=restored)
+
+    def _followed(self, prompt: FimPrompt, shape: _Shape, started: float) -> CompletionResult | None:
+        if not self.settings.type_through or self.settings.iterations != 1:
+            return None  # RepoCoder's second retrieval reads the draft, which typing changes
+        known = follow(self._suggestion, prompt, shape.stop, shape.max_tokens, self.session.detokenize)
+        if known is None:
+            return None
+        return CompletionResult(
+            completion=finish_completion(known, shape.suffix, shape.max_lines, prompt.held_indent),
+            latency_ms=round((time.perf_counter() - started) * 1000, 1), context=prompt.context,
+            prompt_tokens=len(prompt.tokens), typed_through=True)
+
+    def _shape(self, text: str, line: int, col: int) -> _Shape:
+        prefix, suffix = split_at_cursor(text, line, col)
+        block = self.settings.max_lines > 1 and wants_block(prefix)
+        return _Shape(prefix, suffix, self.settings.max_lines if block else 1,
+                      self.settings.block_tokens if block else self.settings.line_tokens,
+                      [*STOP_MARKERS, *([] if block else ["\n"])])
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """What a request asks for: the text around the cursor and how much to write."""
+
+    prefix: str
+    suffix: str
+    max_lines: int  # one line, unless the cursor opens a block
+    max_tokens: int
+    stop: list[str]
 
 
 def _merged(steps: list[GenerationStats]) -> GenerationStats:
