@@ -121,11 +121,13 @@ def test_prism_by_likelihood_keeps_the_described_function_first(search, model_se
     assert set(likelihood) == {r.qualname for r in outcome.results}
     assert max(likelihood, key=likelihood.get) == "total_price" == outcome.results[0].qualname
     assert "description log-prob" in outcome.results[0].reason
-    # The ranking is known before the pass, which then notes the first two, one per step.
-    assert [e.stage for e in events] == ["retrieval", "likelihood", "likelihood", "step", "step", "answer"]
-    assert "first: total_price" in events[2].message
+    # The ranking is known before the pass, which then notes the first two, one per step;
+    # progress moves with each candidate scored.
+    assert [e.stage for e in events] == ["retrieval"] + ["likelihood"] * 6 + ["step", "step", "answer"]
+    assert [e.message.split(":")[0] for e in events[2:6]] == ["scored 1/4", "scored 2/4", "scored 3/4", "scored 4/4"]
+    assert "first: total_price" in events[6].message
     assert outcome.stats["noted"][0] == "total_price" and len(outcome.stats["noted"]) == 2
-    assert [e.done for e in events] == [0, 0, 1, 2, 3, 4] and events[-1].total == 4
+    assert [e.done for e in events] == [0, 0, 1, 2, 3, 4, 4, 5, 6, 7] and events[-1].total == 7
     assert outcome.results[-1].reason.startswith("not read by the PRISM pass")
     # The pass decoded its revisions; the likelihood only evaluated prompts (one call per candidate).
     assert outcome.accounting.calls == outcome.stats["steps"] + 4

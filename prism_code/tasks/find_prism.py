@@ -216,7 +216,9 @@ def find_prism(session: LlamaSession, search: FunctionSearch, description: str, 
     by_likelihood = settings.evidence == "likelihood"
     noted_n = min(settings.noted, len(pool)) if by_likelihood else len(pool)
     chunk = settings.noted_chunk if by_likelihood else settings.chunk_size
-    query = _Query(session, description, settings, cancelled, on_event, -(-noted_n // chunk) + 1 + by_likelihood)
+    # Progress counts candidates scored, pass steps, then the answer.
+    scored_n = min(settings.likelihood_candidates, len(pool)) if by_likelihood else 0
+    query = _Query(session, description, settings, cancelled, on_event, scored_n + -(-noted_n // chunk) + 1)
     query.emit("retrieval", f"{len(pool)} candidates from retrieval; top: {pool[0].qualname}" if pool
                else "no functions indexed", 0)
     if not pool:
@@ -230,7 +232,7 @@ def find_prism(session: LlamaSession, search: FunctionSearch, description: str, 
         chosen = _by_likelihood(query, search.index, candidates[:settings.likelihood_candidates])
         # The pass then writes the reasons for the results the user reads first.
         noted = sorted(candidates, key=lambda c: c.key != chosen)[:noted_n]
-        passed = _note(query, noted, chunk, state_cache, steps_before=1)
+        passed = _note(query, noted, chunk, state_cache, steps_before=scored_n)
     else:
         noted = candidates
         passed = _note(query, noted, chunk, state_cache, steps_before=0)
@@ -332,8 +334,12 @@ def _by_likelihood(query: _Query, index: RepoIndex, scored: list[Candidate]) -> 
     settings = query.settings
     query.emit("likelihood", f"scoring the description against {len(scored)} candidate bodies", 0)
     bodies = [body_text(index, c.found, c.key, settings.likelihood_lines) for c in scored]
+
+    def on_scored(i: int, logprob: float) -> None:
+        query.emit("likelihood", f"scored {i + 1}/{len(scored)}: {scored[i].key} ({logprob:.2f}/token)", i + 1)
+
     verdict = rerank(query.session, bodies, query.description, settings.likelihood_margin, query.cancelled,
-                     settings.likelihood_tokens)
+                     settings.likelihood_tokens, on_scored)
     for cost in verdict.stats:
         query.accounting.add(cost)
     stats = query.stats
@@ -341,7 +347,7 @@ def _by_likelihood(query: _Query, index: RepoIndex, scored: list[Candidate]) -> 
     chosen = None if verdict.best is None else scored[verdict.best].key
     stats["chosen_by"] = ("retrieval: no candidate made the description clearly more likely" if chosen is None
                           else "likelihood: the description is clearly more likely after this body")
-    query.emit("likelihood", f"first: {chosen or scored[0].key} ({stats['chosen_by']})", 1)
+    query.emit("likelihood", f"first: {chosen or scored[0].key} ({stats['chosen_by']})", len(scored))
     return chosen
 
 

@@ -91,8 +91,16 @@ def rank_by_likelihood(scores: Sequence[float], margin: float) -> int | None:
 
 
 def rerank(session: LlamaSession, bodies: Sequence[str], description: str, margin: float,
-           cancelled: Callable[[], bool] | None = None, max_tokens: int | None = None) -> Rerank:
-    """Score the description after each body; which one, if any, clearly beats the first."""
-    scored = [description_likelihood(session, body, description, cancelled, max_tokens) for body in bodies]
+           cancelled: Callable[[], bool] | None = None, max_tokens: int | None = None,
+           on_scored: Callable[[int, float], None] | None = None) -> Rerank:
+    """Score the description after each body; which one, if any, clearly beats the first.
+
+    `on_scored(i, mean_logprob)` follows each body: each takes seconds on a CPU.
+    """
+    scored = []
+    for i, body in enumerate(bodies):
+        scored.append(description_likelihood(session, body, description, cancelled, max_tokens))
+        if on_scored is not None:
+            on_scored(i, scored[-1].mean_logprob)
     scores = [s.mean_logprob for s in scored]
     return Rerank(rank_by_likelihood(scores, margin), scores, [s.stats for s in scored])
