@@ -1,3 +1,6 @@
+import shutil
+from pathlib import Path
+
 import pytest
 
 
@@ -9,3 +12,16 @@ def model_session():
     session = LlamaSession.open("qwen2.5-coder-0.5b", n_ctx=4096)
     yield session
     session.close()
+
+
+@pytest.fixture()
+def calcrepo_index(tmp_path):
+    """The index of a copy of tests/fixtures/calcrepo, where net.py needs a name settings.py defines."""
+    from prism_code.index import RepoIndex
+
+    root = tmp_path / "calcrepo"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "calcrepo", root)
+    idx = RepoIndex(root, cache_dir=tmp_path / "cache")
+    idx.update()
+    yield idx
+    idx.close()

@@ -1,27 +1,17 @@
 """Repository-aware completion with the real local model on a small fixture repository."""
 
-import shutil
-from pathlib import Path
-
 import pytest
 
-from prism_code.index import RepoIndex
 from prism_code.llm import StateCache
 from prism_code.tasks.complete import Completer, CompletionSettings
 
 pytestmark = pytest.mark.model
-FIXTURE = Path(__file__).parent / "fixtures" / "calcrepo"
 NET = "calc/net.py"
 
 
 @pytest.fixture()
-def index(tmp_path):
-    root = tmp_path / "calcrepo"
-    shutil.copytree(FIXTURE, root)
-    idx = RepoIndex(root, cache_dir=tmp_path / "cache")
-    idx.update()
-    yield idx
-    idx.close()
+def index(calcrepo_index):
+    return calcrepo_index
 
 
 def cursor_after_settings(index):

@@ -1,26 +1,16 @@
 """Typing into the shown suggestion: answered from it, exactly as the model would answer."""
 
-import shutil
-from pathlib import Path
-
 import pytest
 
-from prism_code.index import RepoIndex
 from prism_code.tasks.complete import Completer, CompletionSettings
 
 pytestmark = pytest.mark.model
-FIXTURE = Path(__file__).parent / "fixtures" / "calcrepo"
 NET = "calc/net.py"
 
 
 @pytest.fixture()
-def index(tmp_path):
-    root = tmp_path / "calcrepo"
-    shutil.copytree(FIXTURE, root)
-    idx = RepoIndex(root, cache_dir=tmp_path / "cache")
-    idx.update()
-    yield idx
-    idx.close()
+def index(calcrepo_index):
+    return calcrepo_index
 
 
 def at_cursor(index, typed: str = "") -> tuple[str, int, int]:
