@@ -80,6 +80,7 @@ class Completer:
         self._last_context: list[RetrievedWindow] = []
         self._last_prompt: FimPrompt | None = None
         self._suggestion: Suggestion | None = None
+        self._prepared: tuple[tuple[str, str, int, int], _Shape, FimPrompt] | None = None
         # A remote server's tokens are this side's tokenization of its text, not the path
         # the model took, so only a local session's answers can be followed.
         self._exact_tokens = isinstance(session, LlamaSession)
@@ -172,16 +173,23 @@ class Completer:
         started = time.perf_counter()
         shape = self._shape(text, line, col)
         prompt = self._prompt(path, shape.prefix, shape.suffix, self._retrieve(path, shape.prefix))
-        return self._followed(prompt, shape, started)
+        followed = self._followed(prompt, shape, started)
+        # A miss goes on to `complete` with the same request: keep what was built for it.
+        self._prepared = None if followed is not None else ((path, text, line, col), shape, prompt)
+        return followed
 
     def complete(self, path: str, text: str, line: int, col: int,
                  cancelled: Callable[[], bool] | None = None) -> CompletionResult:
         started = time.perf_counter()
-        shape = self._shape(text, line, col)
-        prompt = self._prompt(path, shape.prefix, shape.suffix, self._retrieve(path, shape.prefix))
-        followed = self._followed(prompt, shape, started)
-        if followed is not None:
-            return followed
+        prepared, self._prepared = self._prepared, None
+        if prepared is not None and prepared[0] == (path, text, line, col):
+            shape, prompt = prepared[1], prepared[2]
+        else:
+            shape = self._shape(text, line, col)
+            prompt = self._prompt(path, shape.prefix, shape.suffix, self._retrieve(path, shape.prefix))
+            followed = self._followed(prompt, shape, started)
+            if followed is not None:
+                return followed
         restored = self._restore(prompt)
         text, stats = self._generate(prompt, shape.max_tokens, shape.stop, cancelled)
         for _ in range(self.settings.iterations - 1):
