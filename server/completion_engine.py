@@ -6,8 +6,9 @@ free for hover and find. Each document has one live request: a newer one superse
 and a superseded generation stops at its next token (or prefill batch) through its
 `cancelled` callback. A request first waits out a debounce, so a burst of keystrokes
 costs one generation, unless the user typed what the last suggestion begins with: that
-answer is read off the suggestion at once (tasks/typed_through.py). Identical requests (VS Code asks for a list item and for ghost text
-at the same place) share one generation and its answer.
+answer is read off the suggestion at once (tasks/typed_through.py). Identical requests
+(VS Code asks for a list item and for ghost text at the same place) share one generation
+and its answer.
 
 The KV cache holds one prompt, so warm-ups only run where a completion is about to be
 asked for: while a request on a new line waits out its debounce, and for a document just

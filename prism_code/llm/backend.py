@@ -13,8 +13,17 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, AnyStr, Protocol
 
+
+
+def first_stop(text: AnyStr, stops: Sequence[AnyStr], start: int = 0) -> int | None:
+    """Where the earliest of `stops` begins in `text` at or after `start`; an empty stop never matches.
+
+    Every backend, and whatever replays a generation, cuts its text here.
+    """
+    hits = [i for s in stops if s and (i := text.find(s, start)) >= 0]
+    return min(hits) if hits else None
 
 
 class BackendError(RuntimeError):

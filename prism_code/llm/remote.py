@@ -31,6 +31,7 @@ from typing import Any, Literal
 import llama_cpp
 
 from .json_http import JsonHttpClient, RemoteError, RequestCancelled, error_message
+from .backend import first_stop
 from .vocab import Vocabulary
 from .models import DEFAULT_MODEL, MODELS, ensure_model, file_sha256
 from .runtime import (Cancelled, ContextOverflow, Generation, GenerationStats, PrefillStats,
@@ -304,11 +305,11 @@ class RemoteSession:
                     was_cancelled: bool, estimate: int, wall_ms: float) -> Generation:
         text = reply.text
         # Servers cut at stop strings already; cutting again is free and covers those that don't.
-        hits = [i for s in stops if (i := text.find(s)) >= 0]
-        if hits:
-            text = text[: min(hits)]
+        cut = first_stop(text, stops)
+        if cut is not None:
+            text = text[:cut]
         out = self.tokenize_text(text)
-        finish = "cancelled" if was_cancelled else _finish(reply.finish_reason, bool(hits))
+        finish = "cancelled" if was_cancelled else _finish(reply.finish_reason, cut is not None)
         timings, usage = reply.timings or {}, reply.usage or {}
         cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens")
         server_prompt = _int(usage.get("prompt_tokens"))

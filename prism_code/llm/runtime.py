@@ -22,6 +22,7 @@ import llama_cpp
 import numpy as np
 from llama_cpp import _internals
 
+from .backend import first_stop
 from .vocab import Vocabulary
 from .models import DEFAULT_MODEL, MODELS, Progress, ensure_model, file_sha256
 
@@ -343,7 +344,7 @@ class LlamaSession:
                     out.append(token)
                     search_from = max(0, len(text) - longest_stop + 1)
                     text += self._llm.detokenize([token])
-                    cut = _first_stop(text, stops, search_from)
+                    cut = first_stop(text, stops, search_from)
                     if cut is not None:
                         del text[cut:]
                         finish = "stop"
@@ -438,11 +439,6 @@ class LlamaSession:
             self._logits_ready = False
             self.counters.restored += len(tokens)
             return True
-
-
-def _first_stop(text: bytearray, stops: list[bytes], start: int) -> int | None:
-    hits = [i for s in stops if (i := text.find(s, start)) >= 0]
-    return min(hits) if hits else None
 
 
 def rss_mb() -> float:

@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from prism_code.llm.backend import first_stop
 from prism_code.tasks.fim import FimPrompt
 
 
@@ -75,9 +76,9 @@ def follow(last: Suggestion | None, prompt: FimPrompt, stop: Sequence[str], max_
         if not (written.startswith(prompt.heal) or prompt.heal.startswith(written)):
             return None
     text = detokenize(rest[healed:])
-    cuts = [i for s in stop if s and (i := text.find(s)) >= 0]
-    if cuts:
-        text = text[:min(cuts)]
+    cut = first_stop(text, list(stop))
+    if cut is not None:
+        text = text[:cut]
     elif last.stopped_by_string:
         return None  # the stop string fell inside what this request heals; it would read on
     return written[len(prompt.heal):] + text
