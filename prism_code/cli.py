@@ -10,10 +10,12 @@ from pathlib import Path
 
 from prism_code.bench.charts import ChartsUnavailable
 from prism_code.cancel import Cancelled
-from prism_code.config import IndexConfig
+from prism_code.cli_args import bounded_float, bounded_int, non_empty_path, non_empty_text
+from prism_code.config import FRAGREL_ALPHA_RANGE, MAX_FIND_TOP, THREADS_RANGE, IndexConfig
 from prism_code.llm.backend import BackendError
 from prism_code.llm.models import ModelError
 from prism_code.progress import StageBars
+from prism_code.terminal import TerminalFormatter, shown, shown_text
 from prism_code.workspace import WorkspaceError
 
 log = logging.getLogger("prism_code")
@@ -77,8 +79,8 @@ def cmd_find(args: argparse.Namespace) -> int:
         print(json.dumps([r.to_json() for r in results], indent=1))
     else:
         for rank, r in enumerate(results, 1):
-            print(f"{rank:>2}. {r.qualname}  {r.path}:{r.start_line}-{r.end_line}  "
-                  f"score {r.score:.3f}\n    {r.reason}")
+            print(f"{rank:>2}. {shown(r.qualname)}  {shown(r.path)}:{r.start_line}-{r.end_line}  "
+                  f"score {r.score:.3f}\n    {shown(r.reason)}")
     return 0
 
 
@@ -89,8 +91,8 @@ def _find_with_model(args: argparse.Namespace, search) -> list:
     from prism_code.tasks.find_strategies import run_find
 
     def show(event) -> None:
-        print(f"[{event.strategy} {event.done}/{event.total}] {event.stage}: {event.message}", file=sys.stderr,
-              flush=True)
+        print(f"[{event.strategy} {event.done}/{event.total}] {event.stage}: {shown(event.message)}",
+              file=sys.stderr, flush=True)
 
     options = {"view": args.view} if args.strategy == "prism" and args.view else {}
     if args.candidates and args.strategy in ("prism", "wim"):
@@ -128,20 +130,41 @@ def cmd_related(args: argparse.Namespace) -> int:
         print(json.dumps(report, indent=1))
     else:
         for entry in report:
-            print(f"{entry['fragment']} ({entry['kind']}, lines {entry['lines'][0]}-{entry['lines'][1]})")
+            print(f"{shown(entry['fragment'])} ({entry['kind']}, lines {entry['lines'][0]}-{entry['lines'][1]})")
             for r in entry["related"]:
-                print(f"  {r['strength']:.3f}  {r['fragment']}  (lines {r['lines'][0]}-{r['lines'][1]})")
+                print(f"  {r['strength']:.3f}  {shown(r['fragment'])}  (lines {r['lines'][0]}-{r['lines'][1]})")
     return 0
 
 
-def _relative(index, file: str) -> str:
+def _relative(index, file: Path) -> str:
+    """FILE (absolute, or relative to the workspace) as the workspace path of its real file.
+
+    `../x`, an absolute path elsewhere and a symlink leading out are refused: `complete`
+    would read that file into a prompt, and with --remote send it to a server.
+    """
     path = Path(file)
-    if path.is_absolute():
-        try:
-            return path.resolve().relative_to(index.root).as_posix()
-        except ValueError:
-            raise ValueError(f"{file} is outside the workspace {index.root}") from None
-    return path.as_posix()
+    try:
+        real = (path if path.is_absolute() else index.root / path).resolve()
+    except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop on older Pythons
+        raise ValueError(f"{shown(file)} cannot be resolved: {exc}") from None
+    if not real.is_relative_to(index.root):
+        raise ValueError(f"{shown(file)} is outside the workspace {shown(index.root)}")
+    return real.relative_to(index.root).as_posix()
+
+
+def _check_cursor(rel: str, text: str, line: int, col: int) -> None:
+    """LINE and COL (1-based) inside the file, before anything slow happens.
+
+    A file ending in a newline has an empty last line where an editor's cursor can be;
+    COL may be one past the line's last character (the cursor at the end of the line).
+    """
+    lines = text.split("\n")
+    if not 1 <= line <= len(lines):
+        raise ValueError(f"line {line} is outside {shown(rel)}, which has lines 1 to {len(lines)}")
+    length = len(lines[line - 1].rstrip("\r"))
+    if not 1 <= col <= length + 1:
+        raise ValueError(f"column {col} is outside line {line} of {shown(rel)}, "
+                         f"which has columns 1 to {length + 1}")
 
 
 def cmd_complete(args: argparse.Namespace) -> int:
@@ -151,12 +174,14 @@ def cmd_complete(args: argparse.Namespace) -> int:
 
     index = _open_index(args)
     try:
-        index.update()
+        # Everything about the request is checked before the index update and the model load.
         rel = _relative(index, args.file)
         source = index.root / rel
         if not source.is_file():
-            raise ValueError(f"no such file in the workspace: {rel}")
+            raise ValueError(f"no such file in the workspace: {shown(rel)}")
         text = source.read_text(encoding="utf-8", errors="replace")
+        _check_cursor(rel, text, args.line, args.col)
+        index.update()
         settings = CompletionSettings(retrieval=not args.no_retrieval)
         if args.alpha is not None:
             settings.alpha = args.alpha
@@ -180,7 +205,7 @@ def cmd_complete(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result.to_json()))
     else:
-        print(result.completion)
+        print(shown_text(result.completion))
     return 0
 
 
@@ -204,10 +229,10 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     def workspace(p: argparse.ArgumentParser) -> None:
-        p.add_argument("path", type=Path, help="the repository to work on")
+        p.add_argument("path", type=non_empty_path, help="the repository to work on")
         p.add_argument("--exclude", action="append", metavar="PATTERN",
                        help="gitignore-style pattern to leave out (repeatable)")
-        p.add_argument("--cache-dir", type=Path, help="where indexes live (default: user cache)")
+        p.add_argument("--cache-dir", type=non_empty_path, help="where indexes live (default: user cache)")
         p.add_argument("--json", action="store_true", help="machine-readable output")
 
     p = sub.add_parser("index", help="build or update the index of a repository")
@@ -219,34 +244,40 @@ def build_parser() -> argparse.ArgumentParser:
     workspace(p)
     p.add_argument("description")
     p.add_argument("--strategy", choices=["retrieval", "prism", "wim", "long-context"], default="retrieval")
-    p.add_argument("--top", type=int, default=10)
-    p.add_argument("--alpha", type=float, help="FragRel weight (0 = vanilla retriever)")
+    p.add_argument("--top", type=bounded_int(1, MAX_FIND_TOP), default=10,
+                   help=f"how many functions to list (1 to {MAX_FIND_TOP})")
+    p.add_argument("--alpha", type=bounded_float(*FRAGREL_ALPHA_RANGE),
+                   help="FragRel weight, %g to %g (0 = vanilla retriever)" % FRAGREL_ALPHA_RANGE)
     p.add_argument("--model", default="qwen2.5-coder-0.5b",
                    help="model strategies: qwen2.5-coder-0.5b, qwen2.5-coder-1.5b or a GGUF path")
-    p.add_argument("--threads", type=int, help="llama.cpp threads (default: one per core other processes leave free)")
+    p.add_argument("--threads", type=bounded_int(*THREADS_RANGE),
+                   help="llama.cpp threads (default: one per core other processes leave free)")
     p.add_argument("--view", choices=["notes", "bodies"], help="prism: show candidates as notes or whole bodies")
-    p.add_argument("--candidates", type=int, help="prism, wim: how many of retrieval's top functions the model reads")
+    p.add_argument("--candidates", type=bounded_int(1, MAX_FIND_TOP),
+                   help="prism, wim: how many of retrieval's top functions the model reads")
     p.add_argument("--evidence", choices=["likelihood", "fit"],
                    help="prism: what may move a candidate above retrieval's first (default likelihood)")
     p.set_defaults(func=cmd_find)
 
     p = sub.add_parser("related", help="fragments FragRel relates to a location")
     workspace(p)
-    p.add_argument("file")
-    p.add_argument("line", type=int)
+    p.add_argument("file", type=non_empty_path)
+    p.add_argument("line", type=bounded_int(1))
     p.set_defaults(func=cmd_related)
 
     p = sub.add_parser("complete", help="complete the code at FILE:LINE:COL (1-based)")
     workspace(p)
-    p.add_argument("file")
-    p.add_argument("line", type=int)
-    p.add_argument("col", type=int)
-    p.add_argument("--alpha", type=float, help="FragRel weight (0 = vanilla retrieval)")
+    p.add_argument("file", type=non_empty_path, help="inside PATH: relative to it, or absolute")
+    p.add_argument("line", type=bounded_int(1))
+    p.add_argument("col", type=bounded_int(1))
+    p.add_argument("--alpha", type=bounded_float(*FRAGREL_ALPHA_RANGE),
+                   help="FragRel weight, %g to %g (0 = vanilla retrieval)" % FRAGREL_ALPHA_RANGE)
     p.add_argument("--no-retrieval", action="store_true", help="in-file context only")
     p.add_argument("--model", default="qwen2.5-coder-0.5b",
                    help="qwen2.5-coder-0.5b, qwen2.5-coder-1.5b or a GGUF path")
-    p.add_argument("--threads", type=int, help="llama.cpp threads (default: one per core other processes leave free)")
-    p.add_argument("--remote", metavar="URL",
+    p.add_argument("--threads", type=bounded_int(*THREADS_RANGE),
+                   help="llama.cpp threads (default: one per core other processes leave free)")
+    p.add_argument("--remote", metavar="URL", type=non_empty_text,
                    help="an OpenAI-compatible completions server (llama.cpp, vLLM) instead of the local model")
     p.set_defaults(func=cmd_complete)
 
@@ -270,15 +301,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
-                        format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(TerminalFormatter("%(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, handlers=[handler])
     try:
         return args.func(args)
     except (WorkspaceError, ValueError, ModelError, BackendError, ChartsUnavailable) as exc:
-        print(f"prism-code: error: {exc}", file=sys.stderr)
+        print(f"prism-code: error: {shown_text(str(exc))}", file=sys.stderr)
         return 2
     except Cancelled as exc:
-        print(f"prism-code: {exc}", file=sys.stderr)
+        print(f"prism-code: {shown_text(str(exc))}", file=sys.stderr)
         return 130
     except BrokenPipeError:
         # The reader (head, less) went away: nothing left to say.

@@ -6,6 +6,12 @@ from dataclasses import dataclass, field
 
 DEFAULT_MAX_FILE_BYTES = 1 << 20
 
+# Bounds of the user-facing knobs, one definition for the command line and the server's
+# settings and commands (a value outside is an error there, a warning and the default here).
+MAX_FIND_TOP = 1000  # results of one find: 1..MAX_FIND_TOP
+FRAGREL_ALPHA_RANGE = (0.0, 10.0)  # the FragRel weight; 0 is the vanilla retriever
+THREADS_RANGE = (1, 256)  # llama.cpp CPU threads
+
 
 @dataclass
 class IndexConfig:

@@ -9,6 +9,7 @@ from typing import Any
 from pygls.exceptions import JsonRpcInvalidParams
 from pygls.workspace.position_codec import PositionCodec
 
+from prism_code.config import MAX_FIND_TOP
 from server.locations import lines_range, path_uri
 from server.settings import FIND_STRATEGIES
 from server.workspace_state import Found
@@ -19,7 +20,7 @@ STATUS = "prism.status"
 PAUSE_INDEXING = "prism.pauseIndexing"
 RESUME_INDEXING = "prism.resumeIndexing"
 
-MAX_TOP = 1000
+MAX_TOP = MAX_FIND_TOP  # the same bound as `prism-code find --top`
 
 
 @dataclass(frozen=True)

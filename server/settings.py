@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from prism_code.config import FRAGREL_ALPHA_RANGE, THREADS_RANGE
 from prism_code.llm.models import MODELS
 from prism_code.tasks.find_function import DEFAULT_FIND_ALPHA
 
@@ -192,11 +193,11 @@ def _jsonable(value: Any) -> Any:
 
 _PARSERS = {
     "model_path": _model,
-    "threads": _int(1, 256),
+    "threads": _int(*THREADS_RANGE),
     "completion_enabled": _bool,
     "completion_max_lines": _int(1, 200),
     "notes_enabled": _bool,
-    "fragrel_alpha": _float(0.0, 10.0),
+    "fragrel_alpha": _float(*FRAGREL_ALPHA_RANGE),
     "find_strategy": _strategy,
     "exclude": _patterns,
     "cache_dir": _path,

@@ -6,52 +6,56 @@ import argparse
 from pathlib import Path
 
 from prism_code.bench.report import command_line, write_section
+from prism_code.cli_args import bounded_int, non_empty_path
+from prism_code.config import THREADS_RANGE
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    threads = bounded_int(*THREADS_RANGE)
     sub = parser.add_subparsers(dest="bench", required=True)
     p = sub.add_parser("repoqa", help="RepoQA Python needles (8 repositories from PyPI)")
     p.add_argument("--strategy", choices=["retrieval", "prism", "wim", "long-context"], default="retrieval")
     p.add_argument("--repos", nargs="*", help="only these repositories (owner/name)")
     p.add_argument("--model", default="qwen2.5-coder-0.5b", help="model strategies: a registry name or GGUF path")
-    p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--limit", type=int, help="model strategies: only this many needles (round-robin over repos)")
+    p.add_argument("--threads", type=threads, default=2)
+    p.add_argument("--limit", type=bounded_int(1),
+                   help="model strategies: only this many needles (round-robin over repos)")
     p.add_argument("--view", choices=["notes", "bodies"], help="prism: how candidates are shown")
     p.add_argument("--evidence", choices=["likelihood", "fit"],
                    help="prism: what may move a candidate above retrieval's first (default likelihood)")
-    p.add_argument("--ablation", type=int, default=0, metavar="N",
+    p.add_argument("--ablation", type=bounded_int(0), default=0, metavar="N",
                    help="prism: also run the four encodings (Table 3) on the first N needles")
-    p.add_argument("--token-budget", type=int, help="long-context: code tokens in the prompt at most")
+    p.add_argument("--token-budget", type=bounded_int(1), help="long-context: code tokens in the prompt at most")
     p.add_argument("--view-tokens", action="store_true",
                    help="prism: only count the candidate prompt tokens of each view (no model calls)")
-    p.add_argument("--cache-dir", type=Path, help="where haystacks and their indexes live")
-    p.add_argument("--write", type=Path, metavar="MARKDOWN", help="update this results file")
+    p.add_argument("--cache-dir", type=non_empty_path, help="where haystacks and their indexes live")
+    p.add_argument("--write", type=non_empty_path, metavar="MARKDOWN", help="update this results file")
     p = sub.add_parser("repoeval", help="RepoEval-style line/API completion (6 projects from PyPI)")
     p.add_argument("--model", default="qwen2.5-coder-0.5b")
-    p.add_argument("--per-project", type=int, default=5,
+    p.add_argument("--per-project", type=bounded_int(1), default=5,
                    help="line-level and API-level tasks per project (each)")
     p.add_argument("--modes", nargs="*", help="subset of the modes (default: all)")
-    p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--write", type=Path, metavar="MARKDOWN", help="update this results file")
+    p.add_argument("--threads", type=threads, default=2)
+    p.add_argument("--write", type=non_empty_path, metavar="MARKDOWN", help="update this results file")
     p = sub.add_parser("notes", help="function notes written by the local model per minute")
-    p.add_argument("path", type=Path, nargs="?",
+    p.add_argument("path", type=non_empty_path, nargs="?",
                    help="repository (default: marshmallow 3.21.1 from PyPI, the RepoQA haystack)")
     p.add_argument("--model", default="qwen2.5-coder-0.5b")
-    p.add_argument("--limit", type=int, default=40, help="notes to write for the steady rate")
-    p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--write", type=Path, metavar="MARKDOWN", help="update this results file")
+    p.add_argument("--limit", type=bounded_int(1), default=40, help="notes to write for the steady rate")
+    p.add_argument("--threads", type=threads, default=2)
+    p.add_argument("--write", type=non_empty_path, metavar="MARKDOWN", help="update this results file")
     p = sub.add_parser("server", help="language server: requests blocked while it indexes, RSS")
-    p.add_argument("path", type=Path, nargs="?",
+    p.add_argument("path", type=non_empty_path, nargs="?",
                    help="repository to index (default: torch-geometric 2.5.1 from PyPI, ~93k lines)")
-    p.add_argument("--notes-file", type=Path, metavar="FILE",
+    p.add_argument("--notes-file", type=non_empty_path, metavar="FILE",
                    help="then turn notes on, open this file (relative to PATH) and time its notes")
-    p.add_argument("--write", type=Path, metavar="MARKDOWN", help="update this results file")
+    p.add_argument("--write", type=non_empty_path, metavar="MARKDOWN", help="update this results file")
     p = sub.add_parser("index", help="indexing speed on a repository")
-    p.add_argument("path", type=Path, nargs="?",
+    p.add_argument("path", type=non_empty_path, nargs="?",
                    help="repository to index (default: torch-geometric 2.5.1 from PyPI, ~93k lines)")
-    p.add_argument("--edits", type=int, default=20, help="one-file edits to time")
+    p.add_argument("--edits", type=bounded_int(0), default=20, help="one-file edits to time")
     p.add_argument("--no-embeddings", action="store_true")
-    p.add_argument("--write", type=Path, metavar="MARKDOWN", help="update this results file")
+    p.add_argument("--write", type=non_empty_path, metavar="MARKDOWN", help="update this results file")
 
 
 def run(args: argparse.Namespace) -> int:

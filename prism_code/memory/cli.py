@@ -11,8 +11,10 @@ import argparse
 import json
 import sys
 
-from prism_code.config import IndexConfig
+from prism_code.cli_args import bounded_int
+from prism_code.config import THREADS_RANGE, IndexConfig
 from prism_code.progress import StageBars
+from prism_code.terminal import shown
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -20,10 +22,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("symbol", nargs="?",
                    help="a qualname (Greeter.greet), a name (greet), a file (pkg/a.py) or FILE:QUALNAME")
     p.add_argument("--run", action="store_true", help="write missing notes with the local model first")
-    p.add_argument("--limit", type=int, help="with --run: write at most N notes in this run")
+    p.add_argument("--limit", type=bounded_int(1), help="with --run: write at most N notes in this run")
     p.add_argument("--model", default="qwen2.5-coder-0.5b",
                    help="qwen2.5-coder-0.5b, qwen2.5-coder-1.5b or a GGUF path")
-    p.add_argument("--threads", type=int, help="llama.cpp threads (default: one per core other processes leave free)")
+    p.add_argument("--threads", type=bounded_int(*THREADS_RANGE),
+                   help="llama.cpp threads (default: one per core other processes leave free)")
     p.add_argument("--no-summaries", action="store_true",
                    help="with --run: skip the Chain-of-Key module summaries of fully noted files")
 
@@ -71,10 +74,11 @@ def notes_command(args: argparse.Namespace) -> int:
         print(json.dumps(rows, indent=1, ensure_ascii=False))
     else:
         for row in rows:
-            print(f"{row['qualname']}  {row['path']}:{row['start_line']}-{row['end_line']}  [{row['source']}]")
+            print(f"{shown(row['qualname'])}  {shown(row['path'])}:{row['start_line']}-{row['end_line']}  "
+                  f"[{row['source']}]")
             for key in ("purpose", "input", "output", "procedure"):
                 if row[key]:
-                    print(f"  {key}: {row[key]}")
+                    print(f"  {key}: {shown(row[key])}")
     return 0
 
 
