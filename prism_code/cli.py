@@ -24,7 +24,7 @@ log = logging.getLogger("prism_code")
 def _open_index(args: argparse.Namespace):
     from prism_code.index import RepoIndex
 
-    config = IndexConfig(exclude=list(args.exclude or []))
+    config = IndexConfig(exclude=list(args.exclude or []), trusted=not args.untrusted)
     return RepoIndex(args.path, config, cache_dir=args.cache_dir)
 
 
@@ -235,13 +235,20 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--cache-dir", type=non_empty_path, help="where indexes live (default: user cache)")
         p.add_argument("--json", action="store_true", help="machine-readable output")
 
+    def untrusted(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--untrusted", "--no-git", dest="untrusted", action="store_true",
+                       help="never run git in the repository (git obeys its .git/config); "
+                            "list its files by walking the directory")
+
     p = sub.add_parser("index", help="build or update the index of a repository")
     workspace(p)
+    untrusted(p)
     p.add_argument("--no-embeddings", action="store_true", help="skip the dense vectors")
     p.set_defaults(func=cmd_index)
 
     p = sub.add_parser("find", help="find a function by description")
     workspace(p)
+    untrusted(p)
     p.add_argument("description")
     p.add_argument("--strategy", choices=["retrieval", "prism", "wim", "long-context"], default="retrieval")
     p.add_argument("--top", type=bounded_int(1, MAX_FIND_TOP), default=10,
@@ -261,12 +268,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("related", help="fragments FragRel relates to a location")
     workspace(p)
+    untrusted(p)
     p.add_argument("file", type=non_empty_path)
     p.add_argument("line", type=bounded_int(1))
     p.set_defaults(func=cmd_related)
 
     p = sub.add_parser("complete", help="complete the code at FILE:LINE:COL (1-based)")
     workspace(p)
+    untrusted(p)
     p.add_argument("file", type=non_empty_path, help="inside PATH: relative to it, or absolute")
     p.add_argument("line", type=bounded_int(1))
     p.add_argument("col", type=bounded_int(1))

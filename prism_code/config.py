@@ -17,6 +17,9 @@ THREADS_RANGE = (1, 256)  # llama.cpp CPU threads
 class IndexConfig:
     exclude: list[str] = field(default_factory=list)  # gitignore-style patterns from the user
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    # False: never run git in the workspace (git obeys the repository's own config); the
+    # directory walk lists the files instead.
+    trusted: bool = True
     window_lines: int = 20  # RepoCoder windows
     window_stride: int = 10
     relation_cutoff: float = 0.05  # node relation strengths below this are dropped

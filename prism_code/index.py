@@ -280,7 +280,8 @@ class RepoIndex:
         summary = IndexSummary()
         states = self.store.file_states()
         result = scan(self.root, self.config.exclude, self.config.max_file_bytes,
-                      is_source=lambda p: language_for_path(p) is not None, known=states)
+                      is_source=lambda p: language_for_path(p) is not None, known=states,
+                      trusted=self.config.trusted)
         summary.skipped = len(result.skipped)
         summary.skipped_reasons = [(s.path, s.reason) for s in result.skipped]
         diff = self._diff(result.files, states)

@@ -22,13 +22,24 @@ Skip rules (all applied to workspace-relative, "/"-separated paths):
 Change detection is mtime-then-hash: an unchanged (size, mtime_ns) pair is trusted without
 reading the file, anything else is read and hashed, so a `touch` costs a read but never a
 re-parse.
+
+A workspace is untrusted input, and so is everything in it, `.git/config` included:
+
+* an untrusted workspace (`scan(trusted=False)`) never runs git; the walk lists its files;
+* a trusted one runs git hardened against the repository's own configuration (see
+  `_run_git`), since `git ls-files` would otherwise run `core.fsmonitor` from `.git/config`;
+* every file is read through `_open_inside`, which refuses symlinks anywhere below the root,
+  never blocks on a FIFO, and reads only the regular file the scan saw (same device and
+  inode): between scan and read any file may be swapped for something else.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import logging
 import os
+import shutil
 import stat
 import subprocess
 from collections import Counter
@@ -90,6 +101,8 @@ class ScannedFile:
     path: str  # workspace-relative, "/" separated
     size: int
     mtime_ns: int
+    # (st_dev, st_ino) the scan saw; a read accepts only this file. None: not from disk.
+    identity: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -141,6 +154,9 @@ class ScanDiff:
     removed: list[str] = field(default_factory=list)
     unchanged: int = 0
     unreadable: list[str] = field(default_factory=list)  # listed by the scan, then unreadable
+    # Listed by the scan, then replaced by another regular file before the read (an editor's
+    # save by rename): what the index holds stays, and the next scan reads the new file.
+    replaced: list[str] = field(default_factory=list)
 
 
 def resolve_workspace(path: str | os.PathLike[str]) -> Path:
@@ -161,15 +177,14 @@ def content_hash(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
-def read_source(root: Path, path: str) -> bytes | None:
-    """The file's bytes, or None (logged) if it vanished or cannot be read."""
+def read_source(root: Path, path: str, identity: tuple[int, int] | None = None) -> bytes | None:
+    """The bytes of the regular file `path` inside `root`, or None (logged) if it vanished,
+    cannot be read, or is not the file the scan saw (`identity`, when given)."""
     try:
-        return (Path(root) / path).read_bytes()
-    except FileNotFoundError:
-        logger.info("%s vanished before it could be read", path)
+        return _read_inside(root, path, identity)
     except OSError as exc:
-        logger.warning("cannot read %s: %s", path, exc)
-    return None
+        _log_unreadable(path, exc)
+        return None
 
 
 def scan(
@@ -178,13 +193,16 @@ def scan(
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
     is_source: Callable[[str], bool] | None = None,
     known: Mapping[str, FileState] | None = None,
+    trusted: bool = True,
 ) -> ScanResult:
     """List the workspace files worth indexing; see the module docstring for the rules.
 
     Files in `known` (accepted by an earlier scan) whose size and mtime did not move are
-    not opened again: an edit-time update then reads only what changed.
+    not opened again: an edit-time update then reads only what changed. An untrusted
+    workspace is never handed to git: its files are listed by the directory walk.
     """
-    scanner = _Scanner(resolve_workspace(root), exclude, max_file_bytes, is_source, known or {})
+    scanner = _Scanner(resolve_workspace(root), exclude, max_file_bytes, is_source, known or {},
+                       trusted)
     return scanner.run()
 
 
@@ -200,9 +218,11 @@ def diff_scan(
         if old is not None and old.size == file.size and old.mtime_ns == file.mtime_ns:
             diff.unchanged += 1
             continue
-        data = read_source(root, file.path)
-        if data is None:
-            diff.unreadable.append(file.path)
+        try:
+            data = _read_inside(root, file.path, file.identity)
+        except OSError as exc:
+            _log_unreadable(file.path, exc)
+            (diff.replaced if isinstance(exc, ReplacedFile) else diff.unreadable).append(file.path)
             continue
         loaded = LoadedFile(file, data, content_hash(data))
         if old is None:
@@ -232,9 +252,11 @@ class _Scanner:
         max_file_bytes: int,
         is_source: Callable[[str], bool] | None,
         known: Mapping[str, FileState],
+        trusted: bool,
     ) -> None:
         self.root = root
         self.known = known
+        self.trusted = trusted
         self.real_root = Path(os.path.realpath(root))
         self.max_file_bytes = max_file_bytes
         self.is_source = is_source or (lambda _path: True)
@@ -244,7 +266,9 @@ class _Scanner:
         self._dir_blocked: dict[str, bool] = {}
 
     def run(self) -> ScanResult:
-        listing = _git_listing(self.root)
+        if not self.trusted:
+            logger.info("%s is not trusted: listing its files without git", self.root)
+        listing = _git_listing(self.root) if self.trusted else None
         used_git = listing is not None and bool(listing[0] or listing[1])
         if listing is not None and not used_git:
             # Typically the workspace is ignored by an enclosing repository (a dotfiles repo
@@ -286,6 +310,10 @@ class _Scanner:
             # git lists an untracked nested repository as a directory entry.
             if self.is_source(rel.rstrip("/")):
                 self._skip(rel.rstrip("/"), "nested git repository (not indexed)")
+            return
+        if not _is_plain(rel):
+            # Only git's output can hold one; a path must not lead out of the workspace.
+            self._skip(rel, "not a path inside the workspace")
             return
         if not self.is_source(rel) or self._in_blocked_dir(rel):
             return
@@ -344,14 +372,15 @@ class _Scanner:
         if rel.rsplit("/", 1)[-1].lower().endswith(MINIFIED_SUFFIXES):
             self._skip(rel, "minified")
             return None
+        scanned = ScannedFile(rel, st.st_size, st.st_mtime_ns, (st.st_dev, st.st_ino))
         seen = self.known.get(rel)
         if seen is not None and seen.size == st.st_size and seen.mtime_ns == st.st_mtime_ns:
-            return ScannedFile(rel, st.st_size, st.st_mtime_ns)
-        reason = self._content_reason(path, st.st_size)
+            return scanned
+        reason = self._content_reason(scanned)
         if reason is not None:
             self._skip(rel, reason)
             return None
-        return ScannedFile(rel, st.st_size, st.st_mtime_ns)
+        return scanned
 
     def _symlink_reason(self, path: Path) -> str:
         try:
@@ -365,10 +394,11 @@ class _Scanner:
         kind = "directory" if target.is_dir() else "file"
         return f"symlink to a {kind} inside the workspace (indexed at its real path)"
 
-    def _content_reason(self, path: Path, size: int) -> str | None:
+    def _content_reason(self, file: ScannedFile) -> str | None:
+        size = file.size
         try:
-            with open(path, "rb") as fh:
-                head = fh.read(MINIFIED_SNIFF_BYTES if size > MINIFIED_MIN_SIZE else size + 1)
+            head = _read_inside(self.root, file.path, file.identity,
+                                MINIFIED_SNIFF_BYTES if size > MINIFIED_MIN_SIZE else size + 1)
         except FileNotFoundError:
             return "vanished"
         except OSError as exc:
@@ -393,7 +423,8 @@ class _Scanner:
             if entries is None:
                 continue
             if any(e.name == ".gitignore" for e in entries):
-                layers = layers + (_read_gitignore(rel_dir, abs_dir / ".gitignore"),)
+                rel_ignore = f"{rel_dir}/.gitignore" if rel_dir else ".gitignore"
+                layers = layers + (_read_gitignore(self.root, rel_dir, rel_ignore),)
             subdirs: list[tuple[str, tuple[_IgnoreLayer, ...]]] = []
             for entry in entries:
                 if entry.name in VCS_DIRS:
@@ -433,18 +464,19 @@ class _Scanner:
 
     def _info_exclude_layer(self) -> tuple[_IgnoreLayer, ...]:
         # Without git we still honour the repository-local exclude file if there is one.
-        info_exclude = self.root / ".git" / "info" / "exclude"
-        if info_exclude.is_file():
-            return (_read_gitignore("", info_exclude),)
-        return ()
+        return (_read_gitignore(self.root, "", ".git/info/exclude"),)
 
 
-def _read_gitignore(rel_dir: str, path: Path) -> _IgnoreLayer:
+def _read_gitignore(root: Path, rel_dir: str, rel: str) -> _IgnoreLayer:
+    """The patterns of the ignore file `rel`, read like any workspace file (it is one)."""
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        data = _read_inside(root, rel, limit=DEFAULT_MAX_FILE_BYTES)
+    except (FileNotFoundError, NotADirectoryError):
+        return (rel_dir, ())  # no .git/info/exclude, or .git is a file (a linked work tree)
     except OSError as exc:
-        logger.info("cannot read %s, ignoring it: %s", path, exc)
+        logger.info("cannot read %s, ignoring it: %s", rel, exc)
         return (rel_dir, ())
+    text = data.decode("utf-8", errors="replace")
     spec = pathspec.GitIgnoreSpec.from_lines(text.splitlines())
     return (rel_dir, tuple(p for p in spec.patterns if p.include is not None))
 
@@ -483,6 +515,15 @@ def _unreadable(exc: OSError) -> str:
     return f"unreadable: {type(exc).__name__}: {exc.strerror or exc}"
 
 
+def _log_unreadable(path: str, exc: OSError) -> None:
+    if isinstance(exc, FileNotFoundError):
+        logger.info("%s vanished before it could be read", path)
+    elif isinstance(exc, ReplacedFile):
+        logger.info("%s was replaced since the scan; the next update reads it", path)
+    else:
+        logger.warning("cannot read %s: %s", path, exc.strerror or exc)
+
+
 def _human(n: int) -> str:
     if n < 1024:
         return f"{n} B"
@@ -491,7 +532,150 @@ def _human(n: int) -> str:
     return f"{n / (1 << 20):.1f} MiB"
 
 
+# --- reading workspace files ----------------------------------------------------------------
+#
+# Between the scan and a read anything in the workspace can be swapped: a file for a FIFO (a
+# plain open() then waits for a writer forever), a file or any directory above it for a
+# symlink (a plain open() then reads what the link names, a key outside the workspace say,
+# into the index and into prompts). So a read walks down from the root one component at a
+# time with O_NOFOLLOW (a symlink anywhere fails the open instead of being followed), opens
+# the file with O_NONBLOCK (a FIFO swapped in after the lstat opens at once instead of
+# blocking), and reads only once fstat of that very descriptor shows a regular file: the
+# scan's file when it recorded one.
+
+_O_NOFOLLOW: int = getattr(os, "O_NOFOLLOW", 0)
+_O_CLOEXEC: int = getattr(os, "O_CLOEXEC", 0)
+_FILE_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | _O_NOFOLLOW | _O_CLOEXEC
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _O_NOFOLLOW | _O_CLOEXEC
+# Where open() cannot refuse symlinks or start from a directory descriptor, reads check the
+# resolved path instead: a narrower race, not none.
+_WALK_BY_FD = bool(_O_NOFOLLOW) and {os.open, os.stat} <= os.supports_dir_fd
+
+
+class NotRegularFile(OSError):
+    """The path leads through a symlink, or to a FIFO, device or directory."""
+
+
+class ReplacedFile(OSError):
+    """A regular file, but not the one the scan listed."""
+
+
+def _is_plain(rel: str) -> bool:
+    """Whether `rel` is a "/"-separated path that stays below the directory it starts from."""
+    return all(part not in ("", ".", "..") for part in rel.split("/"))
+
+
+def _read_inside(
+    root: Path, rel: str, identity: tuple[int, int] | None = None, limit: int = -1
+) -> bytes:
+    """Up to `limit` bytes (-1: all) of the regular file `rel` below `root`; see above."""
+    fd = _open_inside(root, rel)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotRegularFile(errno.EINVAL, "not a regular file", rel)
+        if identity is not None and (st.st_dev, st.st_ino) != identity:
+            raise ReplacedFile(errno.ESTALE, "replaced by another file since the scan", rel)
+        # Regular files never block; blocking mode keeps a short read from looking like EOF.
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    with os.fdopen(fd, "rb") as fh:
+        return fh.read(limit)
+
+
+def _open_inside(root: Path, rel: str) -> int:
+    """A read-only descriptor for `rel` below `root`, reached without following a symlink."""
+    if not rel or not _is_plain(rel):
+        raise NotRegularFile(errno.EINVAL, "not a path inside the workspace", rel)
+    if not _WALK_BY_FD:
+        return _open_by_path(root, rel)
+    parts = rel.split("/")
+    # The root itself may be a symlink: the user named it, and resolve_workspace follows it.
+    dir_fd = os.open(root, _DIR_FLAGS & ~_O_NOFOLLOW)
+    try:
+        for part in parts[:-1]:
+            parent, dir_fd = dir_fd, -1
+            try:
+                dir_fd = _no_symlink(rel, lambda: os.open(part, _DIR_FLAGS, dir_fd=parent))
+            finally:
+                os.close(parent)
+        # Checked before opening, so a FIFO or device present all along is never opened.
+        st = os.stat(parts[-1], dir_fd=dir_fd, follow_symlinks=False)
+        if not stat.S_ISREG(st.st_mode):
+            kind = "a symlink" if stat.S_ISLNK(st.st_mode) else "not a regular file"
+            raise NotRegularFile(errno.EINVAL, kind, rel)
+        return _no_symlink(rel, lambda: os.open(parts[-1], _FILE_FLAGS, dir_fd=dir_fd))
+    finally:
+        if dir_fd >= 0:
+            os.close(dir_fd)
+
+
+def _no_symlink(rel: str, opener: Callable[[], int]) -> int:
+    try:
+        return opener()
+    except OSError as exc:
+        # O_NOFOLLOW meeting a symlink: ELOOP on Linux and macOS, EMLINK on FreeBSD.
+        if exc.errno in (errno.ELOOP, errno.EMLINK):
+            raise NotRegularFile(exc.errno, "a symlink on the way (not followed)", rel) from None
+        raise
+
+
+def _open_by_path(root: Path, rel: str) -> int:
+    path = os.path.join(root, *rel.split("/"))
+    real_root = os.path.realpath(root)
+    if os.path.commonpath([os.path.realpath(os.path.dirname(path)), real_root]) != real_root:
+        raise NotRegularFile(errno.EINVAL, "a symlink on the way (not followed)", rel)
+    if not stat.S_ISREG(os.lstat(path).st_mode):
+        raise NotRegularFile(errno.EINVAL, "not a regular file", rel)
+    return os.open(path, _FILE_FLAGS)
+
+
 # --- git ----------------------------------------------------------------------------------
+#
+# `git ls-files` reads the repository's own config, and a repository is as untrusted as its
+# files: a cloned or unpacked project can carry a `.git/config` naming programs to run.
+# So every git call gets, and why:
+#
+# * `-c core.fsmonitor=false`: the setting ls-files itself executes (to ask which files
+#   changed); a command-line value beats every config file. (git < 2.36 reads the value
+#   as a hook path and runs `false` from PATH's absolute directories: harmless.)
+# * `-c core.hooksPath=<devnull>`: ls-files runs no hook, but a write of the index runs
+#   `post-index-change`; no hook can be found under the null device.
+# * `--no-optional-locks`: no opportunistic index write at all (so no hook either), and no
+#   lock contention with the user's own git commands.
+# * `-c safe.bareRepository=explicit` (git >= 2.38, ignored before): a workspace that is,
+#   or sits in, a bare repository is not picked up with that repository's config.
+# * `--no-pager`: output goes to a pipe, where git never pages; this makes it certain.
+# * the environment keeps no GIT_* variable but those naming the user's own config
+#   (GIT_CONFIG_GLOBAL, GIT_CONFIG_SYSTEM, GIT_CONFIG_NOSYSTEM) and GIT_CEILING_DIRECTORIES
+#   (it only narrows discovery): GIT_DIR, GIT_WORK_TREE, GIT_INDEX_FILE, GIT_EXEC_PATH,
+#   GIT_CONFIG_PARAMETERS and friends, inherited from a shell or a hook, would list
+#   another repository or run other programs.
+# * git is looked up in PATH's absolute directories only, and runs with only those: a
+#   relative entry ("." or an empty one) would name the workspace, where git runs.
+# * `safe.directory` is left as the user set it: git refuses a repository owned by someone
+#   else, and the scan then walks the directory. For the same reason the system config is
+#   still read (no GIT_CONFIG_NOSYSTEM): it is the administrator's, not the repository's.
+#
+# Not overridden, because ls-files never consults them (tests/test_workspace_security.py
+# sets most up to leave a mark): filter drivers (clean, smudge, process), diff.external and
+# textconv, core.pager, core.editor, hooks in .git/hooks. core.sshCommand, credential
+# helpers, core.askPass and protocol.* serve the network, which ls-files does not touch.
+# core.untrackedCache stays: it caches directory listings and runs nothing. A config
+# `include.path` naming a FIFO would block git: GIT_TIMEOUT_S then ends it and the scan walks.
+
+_GIT_OPTIONS = (
+    "--no-pager",
+    "--no-optional-locks",
+    "-c", "core.fsmonitor=false",
+    "-c", f"core.hooksPath={os.devnull}",
+    "-c", "safe.bareRepository=explicit",
+)
+_GIT_ENV_KEPT = frozenset(
+    {"GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG_NOSYSTEM", "GIT_CEILING_DIRECTORIES"}
+)
 
 
 def _git_listing(root: Path) -> tuple[set[str], set[str]] | None:
@@ -514,14 +698,28 @@ def _split_z(out: bytes) -> set[str]:
     return {os.fsdecode(p) for p in out.split(b"\0") if p}
 
 
+def _absolute_path() -> str:
+    return os.pathsep.join(d for d in os.get_exec_path() if os.path.isabs(d))
+
+
+def _git_env(path: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_") or k in _GIT_ENV_KEPT}
+    env["PATH"] = path
+    return env
+
+
 def _run_git(root: Path, args: list[str]) -> bytes | None:
-    # No optional locks: a background scan must not contend with the user's own git commands.
-    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0"}
+    """git's output for `args` run in `root`, hardened as described above; None on failure."""
+    path = _absolute_path()
+    git = shutil.which("git", path=path) if path else None
+    if git is None:
+        logger.debug("git is not installed; walking %s", root)
+        return None
     try:
         proc = subprocess.run(
-            ["git", *args],
+            [git, *_GIT_OPTIONS, *args],
             cwd=root,
-            env=env,
+            env=_git_env(path),
             stdin=subprocess.DEVNULL,
             capture_output=True,
             timeout=GIT_TIMEOUT_S,

@@ -36,6 +36,9 @@ class Settings:
     find_strategy: str = "retrieval"
     exclude: tuple[str, ...] = ()  # gitignore-style patterns left out of the index
     cache_dir: Path | None = None  # None: the user cache (or $PRISM_CODE_CACHE_DIR)
+    # Whether the client trusts the workspace; False: git is never run there. Not a user
+    # setting: the client says it from its own trust state (VS Code's workspace trust).
+    trusted: bool = True
     warnings: tuple[str, ...] = field(default=(), compare=False)
 
     def to_json(self) -> dict[str, Any]:
@@ -56,6 +59,12 @@ KEYS = {
     "cache_dir": "cacheDir",
 }
 
+# Keys a client fills in from its own state rather than from the user's settings: not in
+# package.json, not in to_json().
+CLIENT_KEYS = {
+    "trusted": "workspaceTrusted",
+}
+
 
 def parse_settings(raw: Any, base: Any = None) -> Settings:
     """Settings from `raw` over `base`; never raises.
@@ -68,7 +77,7 @@ def parse_settings(raw: Any, base: Any = None) -> Settings:
     # Values from `base` were judged (and warned about) when it was applied.
     flat = {**_flatten(base, []), **changed}
     values: dict[str, Any] = {}
-    by_key = {key: name for name, key in KEYS.items()}
+    by_key = {key: name for name, key in (KEYS | CLIENT_KEYS).items()}
     for key, value in flat.items():
         name = by_key.get(key)
         if name is None or value is None:
@@ -201,4 +210,5 @@ _PARSERS = {
     "find_strategy": _strategy,
     "exclude": _patterns,
     "cache_dir": _path,
+    "trusted": _bool,
 }

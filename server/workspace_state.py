@@ -157,9 +157,10 @@ class WorkspaceState:
             log.warning("%s: the indexing worker did not stop within %.0f s", self.root, timeout)
 
     def reconfigure(self, settings: Settings) -> None:
-        """Apply new settings; a changed exclude list or cache dir means another index."""
+        """Apply new settings; a changed exclude list, cache dir or trust means another index."""
         old, self.settings = self.settings, settings
-        if (old.exclude, old.cache_dir) != (settings.exclude, settings.cache_dir):
+        if ((old.exclude, old.cache_dir, old.trusted)
+                != (settings.exclude, settings.cache_dir, settings.trusted)):
             with self._wake:
                 self._reopen = True
             self.schedule(visible=True)
@@ -334,7 +335,7 @@ class WorkspaceState:
             progress.end(f"indexing failed: {exc}")
 
     def _open(self) -> None:
-        config = IndexConfig(exclude=list(self.settings.exclude))
+        config = IndexConfig(exclude=list(self.settings.exclude), trusted=self.settings.trusted)
         index = RepoIndex(self.root, config, self.settings.cache_dir)
         with self._buffers_lock:
             for path, text in self._buffers.items():

@@ -476,16 +476,17 @@ def test_diff_scan(tmp_path: Path, monkeypatch) -> None:
     (tmp_path / "deleted.py").unlink()
     write(tmp_path, "new.py", "e = 1\n")
 
+    files = scan(tmp_path).files
     reads: list[str] = []
-    real_read = workspace.read_source
+    real_read = workspace._read_inside
 
-    def counting_read(root, path):
+    def counting_read(root, path, identity=None, limit=-1):
         reads.append(path)
-        return real_read(root, path)
+        return real_read(root, path, identity, limit)
 
-    monkeypatch.setattr(workspace, "read_source", counting_read)
+    monkeypatch.setattr(workspace, "_read_inside", counting_read)
 
-    diff = diff_scan(stored, scan(tmp_path).files, tmp_path)
+    diff = diff_scan(stored, files, tmp_path)
 
     assert sorted(reads) == ["edited.py", "new.py", "touched.py"]  # same.py never read
     assert diff.unchanged == 1
@@ -530,7 +531,7 @@ def test_scan_does_not_reopen_known_unchanged_files(tmp_path, monkeypatch):
     opened = []
     real = workspace._Scanner._content_reason
     monkeypatch.setattr(workspace._Scanner, "_content_reason",
-                        lambda self, path, size: opened.append(path.name) or real(self, path, size))
+                        lambda self, file: opened.append(file.path) or real(self, file))
     again = scan(tmp_path, known=known)
     assert [f.path for f in again.files] == ["a.py", "b.py"]
     assert opened == ["b.py"]

@@ -29,6 +29,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         void running.sendSettings();
       }
     }),
+    // Trust lifts the restrictions on prism.interpreter, prism.modelPath and prism.cacheDir,
+    // and lets the server use git: a new interpreter restarts it, the rest is sent.
+    vscode.workspace.onDidGrantWorkspaceTrust(() => {
+      void running.restartIfInterpreterChanged();
+      void running.sendSettings();
+    }),
     // Without a local folder the server is not started; the first one added starts it.
     vscode.workspace.onDidChangeWorkspaceFolders(() => {
       if (!running.running && !running.starting && localFolder()) {

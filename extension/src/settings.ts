@@ -17,11 +17,17 @@ export const SERVER_KEYS = [
   'cacheDir',
 ] as const;
 
+// Sent beside the settings, from VS Code's own state (server/settings.py's CLIENT_KEYS).
+// Never read from the configuration: a workspace's .vscode/settings.json must not be
+// able to declare itself trusted.
+export const TRUST_KEY = 'workspaceTrusted';
+
 export type ServerKey = (typeof SERVER_KEYS)[number];
-export type ServerSettings = Record<ServerKey, unknown>;
+export type ServerSettings = Record<ServerKey, unknown> & { [TRUST_KEY]: boolean };
 
 /**
- * Every server setting with its effective value, dotted keys in one flat object.
+ * Every server setting with its effective value, dotted keys in one flat object, and
+ * whether the workspace is trusted (the server runs no git in an untrusted one).
  *
  * Defaults are sent too, not left out: the server merges a configuration change over
  * the initializationOptions, so a setting reset to its default must say so explicitly.
@@ -29,7 +35,7 @@ export type ServerSettings = Record<ServerKey, unknown>;
 export function serverSettings(scope?: vscode.ConfigurationScope): ServerSettings {
   const config = vscode.workspace.getConfiguration(SECTION, scope);
   const entries = SERVER_KEYS.map((key) => [key, config.get<unknown>(key)] as const);
-  return Object.fromEntries(entries) as ServerSettings;
+  return { ...Object.fromEntries(entries), [TRUST_KEY]: vscode.workspace.isTrusted } as ServerSettings;
 }
 
 /** The `prism.interpreter` setting with ~, ${userHome} and ${workspaceFolder} expanded. */
