@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib
+import json
 import logging
 import os
 import sys
@@ -31,12 +32,13 @@ from prism_code.retrieval.dense import ModelUnavailable
 from prism_code.store import default_cache_dir
 from prism_code.tasks.find_events import FindEvent
 from prism_code.tasks.find_strategies import MODEL_STRATEGIES
+from prism_code.tasks.hover import BUFFERS as HOVER_BUFFERS
 from server import commands, completion_items, heap, stdio
 from server.bridge import FIND_PROGRESS, NOTES_PROGRESS, ClientBridge, ClientLogHandler
-from server.cancellation import CancellableProtocol
 from server.completion_engine import CompletionEngine, CompletionRequest, last_code_position
 from server.model_host import ModelHost
 from server.notes_pass import NotesScheduler
+from server.protocol import CheckedProtocol
 from server.locations import cursor, lsp_lines, span_range, uri_path
 from server.settings import Settings, parse_settings
 from server.workspace_state import WorkspaceState
@@ -55,8 +57,10 @@ VISIBLE_CHANGE_COUNT = 10
 
 
 class PrismServer(LanguageServer):
+    protocol: CheckedProtocol
+
     def __init__(self) -> None:
-        super().__init__("prism-code", "0.1.0", protocol_cls=CancellableProtocol,
+        super().__init__("prism-code", "0.1.0", protocol_cls=CheckedProtocol,
                          text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
         self.settings = Settings()
         self.initialization_options: Any = None
@@ -65,6 +69,11 @@ class PrismServer(LanguageServer):
         self.completions: CompletionEngine | None = None
         self.notes: NotesScheduler | None = None
         self.pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="prism-request")
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        # A body that is not JSON is the client's mistake: answered, not shown as ours.
+        if not self.protocol.answer_unparsable(error):
+            super().report_server_error(error, source)
 
     # ---- plumbing shared by handlers -----------------------------------------------------
 
@@ -299,6 +308,7 @@ def did_close(ls: PrismServer, params: types.DidCloseTextDocumentParams) -> None
     if (located := ls.locate(params.text_document.uri)) is not None:
         state, path = located
         state.set_buffer(path, None, 0.0)
+        HOVER_BUFFERS.discard(path)
 
 
 @SERVER.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
@@ -445,6 +455,7 @@ def status(ls: PrismServer, *arguments: Any) -> dict[str, Any]:
         "cacheDir": folders[0]["cacheDir"] if folders else None,
         "modelPath": ls.settings.to_json()["modelPath"],
         **(ls.completions.status() if ls.completions is not None else {}),
+        "hoverBuffers": HOVER_BUFFERS.stats(),
         "settings": ls.settings.to_json(),
         "workspaces": folders,
     }
@@ -475,11 +486,15 @@ def resume_indexing(ls: PrismServer, *arguments: Any) -> dict[str, Any]:
 
 class _ClientMistakes(logging.Filter):
     """pygls logs a traceback for every error reply; a bad argument or a cancel sent by the
-    client is answered as such and is no fault of the server's worth a traceback."""
+    client is answered as such and is no fault of the server's worth a traceback. So are
+    params that do not fit and bodies that are not JSON (server.protocol logs one line)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         error = record.exc_info[1] if record.exc_info else None
-        return not isinstance(error, (JsonRpcInvalidParams, JsonRpcRequestCancelled))
+        if isinstance(error, (JsonRpcInvalidParams, JsonRpcRequestCancelled, json.JSONDecodeError,
+                              UnicodeDecodeError)):
+            return False
+        return not str(record.msg).startswith("Unable to deserialize message")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -501,10 +516,11 @@ def main(argv: list[str] | None = None) -> int:
     if not args.verbose:
         # Every debounced edit rescans the workspace: its summary line would flood the log.
         logging.getLogger("prism_code.workspace").setLevel(logging.WARNING)
-    logging.getLogger("pygls.protocol.json_rpc").addFilter(_ClientMistakes())
+    for name in ("pygls.protocol.json_rpc", "pygls.server", "server.stdio"):
+        logging.getLogger(name).addFilter(_ClientMistakes())
     # Hovers read notes through the memory modules, which load llama.cpp's library (~0.4 s).
     # Imported once requests flowed, they held the import lock the first hovers waited on
     # and competed for the GIL with the start of indexing: import them before serving.
     importlib.import_module("prism_code.memory.cok")
     stdio.start_io(SERVER, sys.stdin.buffer, protocol_out)
-    return 0
+    return SERVER.protocol.exit_code

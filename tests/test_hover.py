@@ -6,8 +6,9 @@ from pathlib import Path
 import pytest
 
 from prism_code.index import RepoIndex
-from prism_code.tasks.hover import (ModuleHover, call_links, describe, hover_at, module_at,
-                                     summary, symbol_at)
+from prism_code.parse.languages import parser
+from prism_code.tasks.hover import (ModuleHover, ParsedBuffers, call_links, describe, hover_at,
+                                     module_at, summary, symbol_at)
 
 FIXTURE = Path(__file__).parent / "fixtures" / "multilang"
 
@@ -203,3 +204,67 @@ def test_the_first_line_shows_the_files_own_summary_and_a_cok_one_when_current(i
         cok = hover_at(index, "pkg/core.py", 1, 0, store=store)
     assert cok.source == "llm" and cok.summary == made
     assert "Chain-of-Key summary" in cok.markdown() and "- `build`: makes one" in cok.markdown()
+
+
+def test_hovers_on_unchanged_text_parse_it_once_and_an_edit_is_seen(index):
+    buffers = ParsedBuffers()
+    text = "\n".join(index.lines["pkg/core.py"])
+    row = next(i for i, line in enumerate(index.lines["pkg/core.py"]) if "def build(" in line)
+    first = hover_at(index, "pkg/core.py", row + 1, 5, text, buffers=buffers)
+    # An equal text (not the same object) and a module hover, which looks twice: one parse.
+    again = hover_at(index, "pkg/core.py", row + 1, 5, text[:10] + text[10:], buffers=buffers)
+    module = hover_at(index, "pkg/core.py", 1, 0, text, buffers=buffers)
+    assert first.symbol.qualname == again.symbol.qualname == "build"
+    assert isinstance(module, ModuleHover)
+    assert buffers.stats()["parsed"] == 1 and buffers.stats()["reparsed"] == 0
+    assert buffers.stats()["reused"] == 3
+    # The buffer is edited: the hover shows the new text, reparsed from the old tree.
+    edited = text.replace("def build(", "def assemble(")
+    renamed = hover_at(index, "pkg/core.py", row + 1, 5, edited, buffers=buffers)
+    assert renamed.symbol.qualname == "assemble"
+    assert renamed.symbol.signature.startswith("def assemble(item: str")
+    assert buffers.stats()["parsed"] == 1 and buffers.stats()["reparsed"] == 1
+    assert hover_at(index, "pkg/core.py", row + 1, 5, text, buffers=buffers).symbol.qualname == "build"
+
+
+@pytest.mark.parametrize("edit", [
+    lambda t: "x = 1\n" + t,  # at the start
+    lambda t: t + "\ndef tail():\n    return 0\n",  # at the end
+    lambda t: t.replace("def helper(", "def helper_with_a_longer_name("),
+    lambda t: t.replace("    return", "    return  \u00e9 and", 1),  # multi-byte text
+    lambda t: t.replace('"""Scale a value and round it up."""\n', ""),  # a deletion
+    lambda t: t.replace("\n", "\n\U0001F600 = 1\n", 3),  # several spans: one edit covers them
+    lambda t: t[: len(t) // 2],  # half the file gone
+    lambda t: "",
+])
+def test_an_edited_buffer_is_reparsed_to_the_tree_a_fresh_parse_gives(index, edit):
+    buffers = ParsedBuffers()
+    old = "\n".join(index.lines["pkg/util.py"])
+    buffers.get("pkg/util.py", "python", old)
+    new = edit(old)
+    reparsed = buffers.get("pkg/util.py", "python", new)
+    fresh = parser("python").parse(new.encode("utf-8"))
+    assert nodes(reparsed.tree) == nodes(fresh)
+    assert buffers.stats()["reparsed"] == 1
+
+
+def nodes(tree) -> list[tuple]:
+    """Every node of a tree with its byte and (row, column) span, in document order."""
+    found, stack = [], [tree.root_node]
+    while stack:
+        node = stack.pop()
+        found.append((node.type, node.start_byte, node.end_byte, node.start_point, node.end_point))
+        stack.extend(reversed(node.children))
+    return found
+
+
+def test_few_parsed_buffers_are_kept(index):
+    buffers = ParsedBuffers(kept=2, kept_bytes=10_000)
+    for path in ("pkg/core.py", "pkg/util.py", "tools/report.py"):
+        buffers.get(path, "python", "\n".join(index.lines[path]))
+    assert buffers.stats()["kept"] == 2  # the oldest went
+    big = "x = 1\n" * 5000  # 30 kB: over the byte budget, kept alone as the most recent
+    buffers.get("big.py", "python", big)
+    assert buffers.stats()["kept"] == 1 and buffers.stats()["keptBytes"] == len(big)
+    buffers.discard("big.py")
+    assert buffers.stats()["kept"] == 0

@@ -263,6 +263,47 @@ async def test_unsaved_edit_is_found_and_hovered(client: LanguageClient, workspa
                     lambda r: all(hit["name"] != "frobnicate_widgets" for hit in r))
 
 
+async def test_hovers_parse_an_unchanged_buffer_once_and_see_every_edit(client: LanguageClient,
+                                                                        workspace: Path):
+    # An unsaved buffer hovered again and again is parsed once (parsing and extracting a
+    # 5 MB one took ~2.8 s per hover); an edit is reparsed from the old tree, and the hover
+    # shows the edited text.
+    path = workspace / "pkg" / "hovered.py"
+    text = "".join(f"def step_{i}(x):\n    return x + {i}\n\n" for i in range(300))
+    uri = path.as_uri()
+    client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
+        uri=uri, language_id="python", version=1, text=text)))
+    on_step_7 = types.Position(line=21, character=6)
+
+    async def buffers() -> dict:
+        return (await command(client, "prism.status"))["hoverBuffers"]
+
+    before = await buffers()
+    for _ in range(3):
+        assert "def step_7(x)" in (await hover(client, uri, on_step_7)).contents.value
+    hovered = await buffers()
+    assert hovered["parsed"] + hovered["reparsed"] == before["parsed"] + before["reparsed"] + 1
+    assert hovered["reused"] == before["reused"] + 2
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+        content_changes=[types.TextDocumentContentChangePartial(
+            range=types.Range(start=types.Position(line=21, character=4),
+                              end=types.Position(line=21, character=10)),
+            text="seventh_step")]))
+    result = await hover(client, uri, on_step_7)
+    assert "def seventh_step(x)" in result.contents.value
+    assert (result.range.start.character, result.range.end.character) == (4, 16)
+    edited = await buffers()
+    assert (edited["parsed"], edited["reparsed"]) == (hovered["parsed"], hovered["reparsed"] + 1)
+
+    client.text_document_did_close(types.DidCloseTextDocumentParams(
+        text_document=types.TextDocumentIdentifier(uri=uri)))
+    deadline = time.monotonic() + 60
+    while (await command(client, "prism.status"))["files"] != 20:  # the buffer left the index
+        assert time.monotonic() < deadline, "the closed buffer stayed in the index"
+        await asyncio.sleep(0.2)
+
+
 async def poll_find(client: LanguageClient, description: str, done, timeout: float = 60):
     deadline = time.monotonic() + timeout
     while True:

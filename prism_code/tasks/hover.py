@@ -11,11 +11,17 @@ summary once one exists, else a summary made without the model.
 
 The memory modules are imported where they are used: they import the LLM runtime, which
 loads llama.cpp, and a process that only hovers should not pay for that at start-up.
+
+Parsing and extracting a 5 MB buffer takes ~3 s, so the parsed text is kept
+(`ParsedBuffers`): hovers on an unchanged buffer parse it once, and an edited buffer is
+reparsed incrementally from its previous tree.
 """
 
 from __future__ import annotations
 
 import re
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -36,6 +42,11 @@ if TYPE_CHECKING:
 
 # Hover lists this many callers and callees by name; the counts are always complete.
 SHOWN_LINKS = 5
+
+# Parsed buffers kept for hovers: a tree takes ~30 bytes per byte of text (160 MB for a
+# 5 MB file), so few are kept. The most recent one is kept whatever its size.
+KEPT_BUFFERS = 8
+KEPT_BUFFER_BYTES = 8_000_000
 
 # Node types that name something; what hover can be asked about.
 _NAME_TYPES = frozenset({
@@ -129,31 +140,33 @@ class ModuleHover:
 
 
 def hover_at(index: RepoIndex, path: str, line: int, col: int, text: str | None = None,
-             store: NotesStore | None = None) -> HoverNote | ModuleHover | None:
+             store: NotesStore | None = None,
+             buffers: ParsedBuffers | None = None) -> HoverNote | ModuleHover | None:
     """What a hover at (1-based `line`, 0-based character `col`) shows: a function, class or
     method with its memory note, else the module an import names (or, on line 1, this file).
 
     `store` is the workspace's notes (NotesStore); None opens the index's own for the call.
+    `buffers` keeps the parsed text between hovers; None uses the process's (BUFFERS).
     """
-    symbol = symbol_at(index, path, line, col, text)
+    symbol = symbol_at(index, path, line, col, text, buffers)
     if symbol is not None:
         return describe(index, symbol, store)
-    return module_at(index, path, line, col, text, store)
+    return module_at(index, path, line, col, text, store, buffers)
 
 
-def symbol_at(index: RepoIndex, path: str, line: int, col: int,
-              text: str | None = None) -> SymbolInfo | None:
+def symbol_at(index: RepoIndex, path: str, line: int, col: int, text: str | None = None,
+              buffers: ParsedBuffers | None = None) -> SymbolInfo | None:
     """The definition named by the identifier at (1-based `line`, 0-based character `col`).
 
     `text` is the file as the editor holds it (unsaved edits count); without it the
     indexed text is used. None when the language is unsupported, the cursor is not on a
     name, or the name is neither a definition nor a call the graph resolves.
     """
-    buffer = _parsed_buffer(index, path, line, col, text)
+    buffer = _parsed_buffer(index, path, line, col, text, buffers)
     if buffer is None or buffer.ident is None:
         return None
     ident, source = buffer.ident, buffer.source
-    pf = extract(path, buffer.language, source, buffer.tree)
+    pf = buffer.parsed.file()
     name = ident.text.decode("utf-8", "replace")
     span = _span(buffer.lines, ident)
     own = _defined_here(pf, source, ident, name)
@@ -193,15 +206,16 @@ def describe(index: RepoIndex, symbol: SymbolInfo, store: NotesStore | None = No
 
 
 def module_at(index: RepoIndex, path: str, line: int, col: int, text: str | None = None,
-              store: NotesStore | None = None) -> ModuleHover | None:
+              store: NotesStore | None = None,
+              buffers: ParsedBuffers | None = None) -> ModuleHover | None:
     """The module summary a hover shows: of the workspace module an import at the cursor
     names, or of this file when the cursor is on its first line; None otherwise."""
-    buffer = _parsed_buffer(index, path, line, col, text)
+    buffer = _parsed_buffer(index, path, line, col, text, buffers)
     if buffer is None:
         return None
     ident, lines = buffer.ident, buffer.lines
     span = _span(lines, ident) if ident is not None else (line, 0, len(lines[line - 1]))
-    target = _imported_module(index, extract(path, buffer.language, buffer.source, buffer.tree), ident, line)
+    target = _imported_module(index, buffer.parsed.file(), ident, line)
     if target is None and line == 1 and path in index.lines:
         target = path
     if target is None:
@@ -253,19 +267,147 @@ def call_links(graph: CodeGraph, node: str) -> tuple[set[str], set[str]]:
     return callers, callees
 
 
+# ---- parsed buffers -----------------------------------------------------------------------
+
+
+class ParsedText:
+    """A file's text, its lines and UTF-8 source, its tree, and (made on first use and
+    kept) what extract() finds in it."""
+
+    def __init__(self, path: str, language: str, text: str,
+                 previous: ParsedText | None = None) -> None:
+        self.path, self.language, self.text = path, language, text
+        self.lines = text.replace("\r\n", "\n").split("\n")
+        self.source = "\n".join(self.lines).encode("utf-8")
+        if previous is None:
+            self.tree = parser(language).parse(self.source)
+        else:
+            old = previous.tree.copy()  # hovers still reading the previous tree keep it
+            _edit(old, previous.source, self.source)
+            self.tree = parser(language).parse(self.source, old)
+        self._file: ParsedFile | None = None
+        self._lock = threading.Lock()
+
+    def file(self) -> ParsedFile:
+        with self._lock:
+            if self._file is None:
+                self._file = extract(self.path, self.language, self.source, self.tree)
+            return self._file
+
+
+class ParsedBuffers:
+    """The texts hovers parsed, most recent last, so that hovering again reuses the parse.
+
+    A hover on the same path and text reuses its ParsedText; other text of a kept path
+    (the buffer was edited) is reparsed incrementally: the old tree is edited where the
+    texts differ and tree-sitter reuses everything outside that span.
+    """
+
+    def __init__(self, kept: int = KEPT_BUFFERS, kept_bytes: int = KEPT_BUFFER_BYTES) -> None:
+        self.kept, self.kept_bytes = kept, kept_bytes
+        self._texts: OrderedDict[str, ParsedText] = OrderedDict()
+        # One parse at a time: a second hover on text being parsed waits and reuses it.
+        self._lock = threading.Lock()
+        self.parsed = self.reparsed = self.reused = 0
+
+    def get(self, path: str, language: str, text: str) -> ParsedText:
+        with self._lock:
+            kept = self._texts.get(path)
+            if kept is not None and kept.language == language and (
+                    kept.text is text or kept.text == text):
+                self.reused += 1
+            else:
+                previous = kept if kept is not None and kept.language == language else None
+                kept = self._texts[path] = ParsedText(path, language, text, previous=previous)
+                if previous is None:
+                    self.parsed += 1
+                else:
+                    self.reparsed += 1
+            self._texts.move_to_end(path)
+            self._evict()
+            return kept
+
+    def discard(self, path: str) -> None:
+        with self._lock:
+            self._texts.pop(path, None)
+
+    def stats(self) -> dict[str, int]:
+        with self._lock:
+            return {"parsed": self.parsed, "reparsed": self.reparsed, "reused": self.reused,
+                    "kept": len(self._texts),
+                    "keptBytes": sum(len(t.source) for t in self._texts.values())}
+
+    def _evict(self) -> None:
+        while len(self._texts) > 1 and (
+                len(self._texts) > self.kept
+                or sum(len(t.source) for t in self._texts.values()) > self.kept_bytes):
+            self._texts.popitem(last=False)
+
+
+# The process's parsed buffers, for hovers not given their own.
+BUFFERS = ParsedBuffers()
+
+
+def _edit(tree: tree_sitter.Tree, old: bytes, new: bytes) -> None:
+    """Tell `tree` (of `old`) that `new` differs from it in one span: after the common
+    prefix and before the common suffix."""
+    start = _common_prefix(old, new)
+    tail = _common_prefix(old[start:][::-1], new[start:][::-1])
+    tree.edit(start_byte=start, old_end_byte=len(old) - tail, new_end_byte=len(new) - tail,
+              start_point=_point(old, start), old_end_point=_point(old, len(old) - tail),
+              new_end_point=_point(new, len(new) - tail))
+
+
+def _common_prefix(a: bytes, b: bytes, block: int = 1 << 16) -> int:
+    """How many leading bytes `a` and `b` share (compared a block at a time, in C)."""
+    n, start = min(len(a), len(b)), 0
+    while start < n and a[start:start + block] == b[start:start + block]:
+        start += block
+    if start >= n:
+        return n
+    lo, hi = start, min(start + block, n)  # the first difference is in [lo, hi)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if a[lo:mid + 1] == b[lo:mid + 1]:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+def _point(source: bytes, byte: int) -> tuple[int, int]:
+    """tree-sitter's (row, byte column) of a byte offset."""
+    row = source.count(b"\n", 0, byte)
+    return row, byte - (source.rfind(b"\n", 0, byte) + 1)
+
+
 # ---- the cursor ---------------------------------------------------------------------------
 
 
 @dataclass
 class _Buffer:
-    language: str
-    lines: list[str]
-    source: bytes
-    tree: tree_sitter.Tree
+    parsed: ParsedText
     ident: Node | None  # the identifier under the cursor
 
+    @property
+    def language(self) -> str:
+        return self.parsed.language
 
-def _parsed_buffer(index: RepoIndex, path: str, line: int, col: int, text: str | None) -> _Buffer | None:
+    @property
+    def lines(self) -> list[str]:
+        return self.parsed.lines
+
+    @property
+    def source(self) -> bytes:
+        return self.parsed.source
+
+    @property
+    def tree(self) -> tree_sitter.Tree:
+        return self.parsed.tree
+
+
+def _parsed_buffer(index: RepoIndex, path: str, line: int, col: int, text: str | None,
+                   buffers: ParsedBuffers | None = None) -> _Buffer | None:
     """The file as the editor holds it (else as indexed), parsed; None for an unsupported
     language or a position outside the text."""
     language = language_for_path(path)
@@ -273,12 +415,10 @@ def _parsed_buffer(index: RepoIndex, path: str, line: int, col: int, text: str |
         return None
     if text is None:
         text = "\n".join(index.lines.get(path, []))
-    lines = text.replace("\r\n", "\n").split("\n")
-    if not 1 <= line <= len(lines) or col < 0:
+    parsed = (buffers if buffers is not None else BUFFERS).get(path, language, text)
+    if not 1 <= line <= len(parsed.lines) or col < 0:
         return None
-    source = "\n".join(lines).encode("utf-8")
-    tree = parser(language).parse(source)
-    return _Buffer(language, lines, source, tree, _identifier_at(tree, lines, line, col))
+    return _Buffer(parsed, _identifier_at(parsed.tree, parsed.lines, line, col))
 
 
 def _identifier_at(tree: tree_sitter.Tree, lines: list[str], line: int, col: int) -> Node | None:
