@@ -56,20 +56,27 @@ class VectorCache:
 
     def fill(self, texts: Sequence[str], progress: Callable[[int, int], None] | None = None,
              cancelled: Callable[[], bool] | None = None) -> int:
-        """Embed the texts that have no vector yet; each batch is committed on its own."""
-        todo = self.missing(texts)
-        # Short texts first: batches of similar length waste less padding.
-        todo.sort(key=len)
-        for start in range(0, len(todo), _BATCH):
+        """Embed the texts that have no vector yet; each batch is committed on its own.
+        Returns how many were embedded here.
+
+        One process embeds a workspace at a time: a second one (another `index`, the
+        language server) waits, then finds the vectors stored and computes only what is
+        still missing. `cancelled` also ends the wait (as Cancelled).
+        """
+        with self.store.embed_lock.held(cancelled=cancelled):
+            todo = self.missing(texts)
+            # Short texts first: batches of similar length waste less padding.
+            todo.sort(key=len)
+            for start in range(0, len(todo), _BATCH):
+                if progress:
+                    progress(start, len(todo))
+                batch = todo[start:start + _BATCH]
+                vectors = self.embedder.embed(batch, cancelled=cancelled)
+                self.store.put_embeddings(self.embedder.model_id,
+                                          {text_key(t): v for t, v in zip(batch, vectors)})
             if progress:
-                progress(start, len(todo))
-            batch = todo[start:start + _BATCH]
-            vectors = self.embedder.embed(batch, cancelled=cancelled)
-            self.store.put_embeddings(self.embedder.model_id,
-                                      {text_key(t): v for t, v in zip(batch, vectors)})
-        if progress:
-            progress(len(todo), len(todo))
-        return len(todo)
+                progress(len(todo), len(todo))
+            return len(todo)
 
     def available(self, texts: Sequence[str]) -> dict[str, np.ndarray]:
         """Text -> vector for those of `texts` that are embedded already."""

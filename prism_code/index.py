@@ -11,15 +11,24 @@ of a changed node (every node pair whose best path crosses a changed node lies t
 patches the sets that merely list or meet a changed fragment, and clears the record in
 another transaction. Until it runs, readers keep the previous related sets (a new
 fragment has none); a kill in between leaves the record, and the next update finishes it.
+
+The database may be shared with other processes (the language server and the command
+line on one repository). Both phases hold the store's write lock and start by catching up
+with what another process committed (`refresh`): the in-memory graph, fragments and
+relations are reloaded from the store whenever its generation token is not the one this
+process last read or wrote, so no process diffs against, or writes relations from, a graph
+another one has moved on from. A damaged database is moved aside and rebuilt.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import sqlite3
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,7 +41,7 @@ from prism_code.graph import CodeGraph
 from prism_code.parse import language_for_path, parse_source
 from prism_code.parse.model import Definition, ParsedFile
 from prism_code.relations import StrengthTable, ranked_batches, split_rows
-from prism_code.store import Store, workspace_db_path
+from prism_code.store import IndexBusy, StaleIndex, Store, is_damage, workspace_db_path
 from prism_code.workspace import (FileState, LoadedFile, ScanDiff, ScannedFile, content_hash,
                                   diff_scan, resolve_workspace, scan)
 
@@ -42,6 +51,10 @@ Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
 # When more than this share of fragments is affected, one full pass is cheaper.
 _FULL_RECOMPUTE_SHARE = 0.5
+
+# Attempts at an update whose commit finds that another process committed first (only
+# possible where the write lock does not work, see store.FileLock).
+_STALE_ATTEMPTS = 3
 
 # The stored mtime of a file indexed from an editor buffer: no real stat matches it, so once
 # the overlay is dropped the next scan reads the file from disk again.
@@ -139,11 +152,26 @@ def _of_kind(fragments: dict[str, Fragment], kind: str) -> list[Fragment]:
     return sorted((f for f in fragments.values() if f.kind == kind), key=lambda f: f.key)
 
 
+@dataclass
+class _Stored:
+    """What the store holds, read in one transaction: the in-memory index rebuilt from it."""
+
+    token: str  # the store's generation token when it was read
+    graph: CodeGraph
+    lines: dict[str, list[str]]
+    fragments: dict[str, Fragment]
+    related: dict[str, list[tuple[str, float]]]
+    dirty: Dirty
+
+
 class RepoIndex:
     def __init__(self, root: Path | str, config: IndexConfig | None = None,
-                 cache_dir: Path | None = None) -> None:
+                 cache_dir: Path | None = None, lock_timeout: float | None = None) -> None:
         self.root = resolve_workspace(root)
         self.config = config or IndexConfig()
+        # How long a writer waits for another process's write lock (None: as long as it
+        # takes) before IndexBusy; the language server bounds it, the command line waits.
+        self.lock_timeout = lock_timeout
         self.store = Store(workspace_db_path(self.root, cache_dir))
         self.graph = CodeGraph()
         self.lines: dict[str, list[str]] = {}
@@ -159,7 +187,14 @@ class RepoIndex:
         self._write_lock = threading.RLock()
         self._dirty = Dirty()  # the relation work owed, as the store records it
         self._overlays: dict[str, str] = {}  # path -> unsaved editor text, replaced whole
-        self._load()
+        self._token = ""  # the store's generation token this process last read or wrote
+        try:
+            self._reload()
+        except sqlite3.DatabaseError as exc:
+            if not is_damage(exc):
+                raise
+            self.store.recover(exc)
+            self._reload()
 
     def close(self) -> None:
         self.store.close()
@@ -167,22 +202,80 @@ class RepoIndex:
     # ---- loading --------------------------------------------------------------------
 
     def _reload(self) -> None:
+        """Replace the in-memory index with what the store holds. Built aside and swapped
+        in under `lock`, so readers keep the previous state meanwhile."""
+        stored = self._read_store()
         with self.lock:
-            self.graph = CodeGraph()
-            self._load()
+            self.graph = stored.graph
+            self.lines, self.fragments, self.related = stored.lines, stored.fragments, stored.related
+            self.function_count = _count_functions(stored.fragments)
+            self._dirty = stored.dirty
+            self._token = stored.token
             self.generation += 1
 
-    def _load(self) -> None:
+    def _read_store(self) -> _Stored:
         parsed, lines = [], {}
-        for path, text, pf in self.store.load_files():
-            lines[path] = text.split("\n")
-            parsed.append(pf)
-        self.lines = lines
-        self.graph.update(parsed)
-        self.fragments = {f.key: f for f in self.store.load_fragments()}
-        self.function_count = _count_functions(self.fragments)
-        self.related = self.store.load_relations()
-        self._dirty = Dirty(*self.store.dirty())
+        with self.store.reading():
+            token = self.store.generation()
+            for path, text, pf in self.store.load_files():
+                lines[path] = text.split("\n")
+                parsed.append(pf)
+            fragments = {f.key: f for f in self.store.load_fragments()}
+            related = self.store.load_relations()
+            dirty = Dirty(*self.store.dirty())
+        graph = CodeGraph()
+        graph.update(parsed)
+        return _Stored(token, graph, lines, fragments, related, dirty)
+
+    def refresh(self) -> bool:
+        """Catch up with what another process committed to the store since this one last
+        read or wrote it; True if the index was reloaded (or rebuilt empty from a damaged
+        database: the next update fills it). Never waits for a writer: while this process
+        writes, its writer catches up first, and a damaged database is left to a writer
+        while another process holds the lock."""
+        if not self._write_lock.acquire(blocking=False):
+            return False
+        try:
+            try:
+                return self._catch_up(timeout=0)
+            except IndexBusy:
+                return False
+            except sqlite3.DatabaseError as exc:
+                if not is_damage(exc):
+                    raise
+                try:
+                    self.recover(exc, timeout=0)
+                except IndexBusy:
+                    return False
+                return True
+        finally:
+            self._write_lock.release()
+
+    def _catch_up(self, timeout: float | None = None) -> bool:
+        """Reload if the store is not the state this process last saw (call holding
+        `_write_lock`). `timeout`: how long to wait for a recovery in another process."""
+        replaced = self.store.follow_replacement(timeout)
+        if not replaced and self.store.generation() == self._token:
+            return False
+        started = time.perf_counter()
+        self._reload()
+        log.info("%s: reloaded the index another process changed (%.2f s)", self.root.name,
+                 time.perf_counter() - started)
+        return True
+
+    def recover(self, damage: sqlite3.DatabaseError, timeout: float | None = None) -> None:
+        """Move the damaged database aside and start over from an empty index."""
+        with self.store.write_lock.held(timeout=timeout), self._write_lock:
+            self.store.recover(damage)
+            self._reload()
+
+    @contextmanager
+    def _writing(self, cancelled: Callable[[], bool] | None) -> Iterator[None]:
+        """Hold the write locks and start from what the store holds. Other processes' lock
+        first: while this process waits for it, a request may still catch up (refresh)."""
+        with self.store.write_lock.held(cancelled, self.lock_timeout), self._write_lock:
+            self._catch_up()
+            yield
 
     # ---- queries ----------------------------------------------------------------------
 
@@ -266,12 +359,30 @@ class RepoIndex:
         """Bring the index in line with the workspace; with `relations=False`, only the
         first phase: the relations it makes stale are left to finish_relations()."""
         started = time.perf_counter()
-        with self._write_lock:
-            summary = self._update(progress, cancelled)
+        try:
+            summary = self._update_shared(progress, cancelled, relations)
+        except sqlite3.DatabaseError as exc:
+            if not is_damage(exc):
+                raise
+            self.recover(exc, self.lock_timeout)
+            summary = self._update_shared(progress, cancelled, relations)  # a rebuild
+        summary.seconds = time.perf_counter() - started
+        return summary
+
+    def _update_shared(self, progress: Progress | None, cancelled: Callable[[], bool] | None,
+                       relations: bool) -> IndexSummary:
+        with self._writing(cancelled):
+            for attempt in range(1, _STALE_ATTEMPTS + 1):
+                try:
+                    summary = self._update(progress, cancelled)
+                    break
+                except StaleIndex:
+                    if attempt == _STALE_ATTEMPTS:
+                        raise
+                    self._catch_up()
             if relations:
                 summary.relations_recomputed = self.finish_relations(progress, cancelled)
             summary.relations_pending = self.relations_pending
-            summary.seconds = time.perf_counter() - started
             return summary
 
     def _update(self, progress: Progress | None,
@@ -359,6 +470,7 @@ class RepoIndex:
                          nodes=set() if everything else touched - graph.last_leaf_only)
             report("graph", 1, 1)
             with self.store.transaction():
+                token = self.store.advance_generation(self._token)
                 for path in removed:
                     self.store.delete_file(path)
                 for item, text, pf in parsed:
@@ -381,6 +493,7 @@ class RepoIndex:
             self.lines, self.fragments, self.related = lines, fragments, related
             self.function_count = function_count
             self._dirty = self._dirty.merged(owed)
+            self._token = token
             self.generation += 1
 
     def _updated_graph(self, parsed: list[tuple[LoadedFile, str, ParsedFile]], removed: list[str],
@@ -424,7 +537,7 @@ class RepoIndex:
         fragments' own rows: Eq. 8 is symmetric) gives what a recomputation would.
         """
         report = progress or (lambda stage, done, total: None)
-        with self._write_lock:
+        with self._writing(cancelled):
             owed = self._dirty
             if not owed:
                 return 0
@@ -453,12 +566,20 @@ class RepoIndex:
                 kept = [(k, w) for k, w in related.get(key, []) if k not in owed.changed]
                 # Same order as relation_rows: strongest first, ties by key (= corpus index).
                 related[key] = sorted(kept + incoming, key=lambda kw: (-kw[1], kw[0]))[:top_k]
-            with self.store.transaction():
-                self.store.put_relations({k: related[k] for k in recomputed | patch.keys()}, ())
-                self.store.clear_dirty()
+            try:
+                with self.store.transaction():
+                    token = self.store.advance_generation(self._token)
+                    self.store.put_relations({k: related[k] for k in recomputed | patch.keys()}, ())
+                    self.store.clear_dirty()
+            except StaleIndex:
+                # Only without a working write lock: the work stays recorded in the store
+                # for whichever process updates next.
+                self._catch_up()
+                return 0
             with self.lock:
                 self.related = related
                 self._dirty = Dirty()
+                self._token = token
                 self.generation += 1
             return len(recomputed | patch.keys())
 

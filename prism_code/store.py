@@ -6,17 +6,29 @@ relations later: the fragments whose relations are still owed are marked dirty i
 same transaction, so a kill between the two leaves work to finish, never a wrong index.
 Embeddings are keyed by the hash of the text they embed and the model, so unchanged
 functions never pay for them twice.
+
+Several processes share one database (the language server and the command line, say).
+Writers take an advisory lock on a file beside it, one at a time, and each commit of the
+index changes a generation token in `meta`: a process whose token is not the stored one
+reloads before it diffs, writes or answers (RepoIndex.refresh). Embedding takes a lock of
+its own, so a second `index` waits for the first's vectors instead of computing them again.
+
+The index is derived data: a damaged database is moved aside and rebuilt, and a cache
+directory that cannot hold it is a CacheDirError saying which path and what to do.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import logging
 import os
+import secrets
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator
+import time
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
@@ -24,6 +36,12 @@ from pathlib import Path
 import numpy as np
 import platformdirs
 
+try:
+    import fcntl
+except ImportError:  # not POSIX: writers go unserialised, the generation check still holds
+    fcntl = None
+
+from prism_code.cancel import Cancelled
 from prism_code.fragments import Fragment
 from prism_code.parse.model import CallSite, Definition, Import, ParsedFile
 from prism_code.workspace import FileState
@@ -60,6 +78,179 @@ CREATE TABLE IF NOT EXISTS dirty_nodes (node TEXT PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS embeddings (
   hash TEXT NOT NULL, model TEXT NOT NULL, vector BLOB NOT NULL, PRIMARY KEY (hash, model));
 """
+
+
+# meta key of the token every index commit replaces (see RepoIndex.refresh).
+GENERATION_KEY = "generation"
+
+# SQLite primary result codes (the low byte of an extended code).
+_SQLITE_PERM, _SQLITE_READONLY, _SQLITE_IOERR, _SQLITE_CORRUPT = 3, 8, 10, 11
+_SQLITE_FULL, _SQLITE_CANTOPEN, _SQLITE_NOTADB = 13, 14, 26
+_DAMAGED = {_SQLITE_CORRUPT, _SQLITE_NOTADB}
+_UNUSABLE = {_SQLITE_PERM, _SQLITE_READONLY, _SQLITE_IOERR, _SQLITE_FULL, _SQLITE_CANTOPEN}
+
+# A lock wait longer than this is logged, so a command that waits says what for.
+LOCK_NOTICE_S = 1.0
+_LOCK_POLL_MAX_S = 0.25
+
+_ADVICE = ("make it writable, or choose another cache directory with --cache-dir "
+           "or PRISM_CODE_CACHE_DIR")
+
+
+class CacheDirError(ValueError):
+    """The cache directory cannot hold the index. A ValueError, which the command line
+    reports as `prism-code: error: ...` without a traceback."""
+
+
+class IndexBusy(RuntimeError):
+    """Another process held the index's lock longer than the caller would wait."""
+
+
+class StaleIndex(RuntimeError):
+    """Another process committed to the index since this one read it (without the lock:
+    a file system without flock, say). The writer reloads and tries again."""
+
+
+def _result_code(exc: sqlite3.Error) -> int | None:
+    code = getattr(exc, "sqlite_errorcode", None)
+    return None if code is None else code & 0xFF
+
+
+def is_damage(exc: BaseException) -> bool:
+    """Whether an error says the database file is damaged (not merely busy or unwritable)."""
+    if not isinstance(exc, sqlite3.DatabaseError):
+        return False
+    code = _result_code(exc)
+    if code is not None:
+        return code in _DAMAGED
+    return "malformed" in str(exc) or "not a database" in str(exc)
+
+
+def _unusable(path: Path, exc: BaseException) -> CacheDirError:
+    return CacheDirError(f"cannot use the index database {path} ({exc}): {_ADVICE}")
+
+
+def _file_id(path: Path) -> tuple[int, int] | None:
+    """The identity of the file at `path` now: it changes when the file is replaced."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _make_dir(path: Path) -> None:
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        if isinstance(exc, FileExistsError) or exc.errno == errno.ENOTDIR:
+            reason = "a file is in the way of the directory"
+        raise CacheDirError(f"cannot create the index directory {path} ({reason}): {_ADVICE}") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise CacheDirError(f"the index directory {path} is not writable: {_ADVICE}")
+
+
+class FileLock:
+    """An advisory lock (flock) on a file beside the database, for one kind of writer.
+
+    flock locks belong to an open file, so two processes, or two Stores in one process,
+    exclude each other, and the kernel drops a lock when its holder dies: a killed indexer
+    never leaves the index locked. Re-entrant for the thread holding it, since an update
+    holds it across its relations phase. Waiting polls, so a caller can cancel the wait.
+    """
+
+    def __init__(self, path: Path, activity: str) -> None:
+        self.path = path
+        self.activity = activity  # what the holder is doing, for the waiting message
+        self._mutex = threading.Lock()  # threads of this process, before the file lock
+        self._owner: int | None = None
+        self._depth = 0
+        self._fd: int | None = None
+
+    @contextmanager
+    def held(self, cancelled: Callable[[], bool] | None = None,
+             timeout: float | None = None) -> Iterator[None]:
+        """Hold the lock for the block. Raises Cancelled when `cancelled()` turns true while
+        waiting, IndexBusy after `timeout` seconds (None: wait as long as it takes)."""
+        if self._owner == threading.get_ident():
+            self._depth += 1
+            try:
+                yield
+            finally:
+                self._depth -= 1
+            return
+        self._acquire(cancelled, timeout)
+        try:
+            yield
+        finally:
+            self._release()
+
+    def _acquire(self, cancelled: Callable[[], bool] | None, timeout: float | None) -> None:
+        started = time.monotonic()
+        pause, told, have_mutex = 0.01, False, False
+        try:
+            while True:
+                have_mutex = have_mutex or self._mutex.acquire(blocking=False)
+                if have_mutex and self._try_lock():
+                    self._owner, self._depth = threading.get_ident(), 1
+                    return
+                if cancelled is not None and cancelled():
+                    raise Cancelled(f"stopped waiting for {self._holder()} {self.activity}")
+                waited = time.monotonic() - started
+                if timeout is not None and waited >= timeout:
+                    raise IndexBusy(f"{self._holder()} has been {self.activity} for over "
+                                    f"{timeout:.0f} s (lock {self.path})")
+                if not told and waited >= LOCK_NOTICE_S:
+                    log.warning("waiting for %s, which is %s (lock %s)", self._holder(),
+                                self.activity, self.path)
+                    told = True
+                time.sleep(pause)
+                pause = min(pause * 2, _LOCK_POLL_MAX_S)
+        except BaseException:
+            if have_mutex:
+                self._mutex.release()
+            raise
+
+    def _try_lock(self) -> bool:
+        if fcntl is None:
+            return True
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise _unusable(self.path, exc) from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return False
+        except OSError:
+            # No flock here (some network file systems): the generation check in each
+            # write transaction still keeps writers from publishing stale work.
+            log.info("%s: no file locking on this file system; writers are not serialised",
+                     self.path)
+        try:  # who holds it, for the message of whoever waits
+            os.ftruncate(fd, 0)
+            os.write(fd, f"{os.getpid()}\n".encode())
+        except OSError:
+            pass
+        self._fd = fd
+        return True
+
+    def _release(self) -> None:
+        fd, self._fd, self._owner, self._depth = self._fd, None, None, 0
+        if fd is not None:
+            os.close(fd)  # closing the last descriptor of the open file drops the flock
+        self._mutex.release()
+
+    def _holder(self) -> str:
+        if self._mutex.locked() and self._owner is not None:
+            return "another thread of this process"
+        try:
+            pid = self.path.read_text().strip()
+        except OSError:
+            pid = ""
+        return f"process {pid}" if pid.isdigit() else "another process"
 
 
 def default_cache_dir() -> Path:
@@ -100,26 +291,53 @@ def parsed_from_json(path: str, data: str) -> ParsedFile:
 
 class Store:
     def __init__(self, db_path: Path) -> None:
-        db_path.parent.mkdir(parents=True, exist_ok=True)
+        _make_dir(db_path.parent)
         self.path = db_path
+        self.write_lock = FileLock(db_path.with_name("index.lock"), "writing this index")
+        self.embed_lock = FileLock(db_path.with_name("embed.lock"),
+                                   "computing the embeddings of this index")
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
         self._guard = threading.Lock()
-        self._migrate()
+        # Bumped when the database file is replaced (a recovery): every thread reconnects.
+        self.epoch = 0
+        self._file_id = _file_id(db_path)
+        try:
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            if not is_damage(exc):
+                raise self._error(exc) from None
+            self.recover(exc)
+
+    def _error(self, exc: sqlite3.DatabaseError) -> Exception:
+        """A clear error for a database the cache directory cannot hold; others as they are."""
+        return _unusable(self.path, exc) if _result_code(exc) in _UNUSABLE else exc
 
     @property
     def db(self) -> sqlite3.Connection:
         """This thread's connection: with WAL, readers never wait for the indexing writer."""
         conn = getattr(self._local, "conn", None)
-        if conn is None:
+        if conn is None or self._local.epoch != self.epoch:
+            if conn is not None:  # to the file a recovery replaced
+                self._discard(conn)
             conn = sqlite3.connect(self.path, timeout=30, isolation_level=None,
                                    check_same_thread=False)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            self._local.conn = conn
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=NORMAL")
+            except BaseException:
+                conn.close()
+                raise
+            self._local.conn, self._local.epoch = conn, self.epoch
             with self._guard:
                 self._connections.append(conn)
         return conn
+
+    def _discard(self, conn: sqlite3.Connection) -> None:
+        with self._guard:
+            if conn in self._connections:
+                self._connections.remove(conn)
+        conn.close()
 
     def _migrate(self) -> None:
         version = self.db.execute("PRAGMA user_version").fetchone()[0]
@@ -136,6 +354,92 @@ class Store:
                 if statement.strip():
                     self.db.execute(statement)
             self.db.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            if self.meta(GENERATION_KEY) is None:  # a new database: no process has read it
+                self.set_meta(GENERATION_KEY, secrets.token_hex(8))
+        self._file_id = _file_id(self.path)
+
+    # ---- sharing the file -------------------------------------------------------------
+
+    def follow_replacement(self, timeout: float | None = None) -> bool:
+        """Reconnect if the database file is no longer the one this store opened (another
+        process moved a damaged one aside, or the cache was deleted); True if so.
+
+        A missing file is created only under the write lock: a recovery holds it from
+        moving the damaged file aside until the new one exists, and must not delete the
+        journal of a database someone created in between. IndexBusy after `timeout`."""
+        now = _file_id(self.path)
+        if now == self._file_id:
+            return False
+        if now is None:
+            with self.write_lock.held(timeout=timeout):
+                self._reopen()
+        else:
+            self._reopen()
+        log.info("the index database %s was replaced: reopened it", self.path)
+        return True
+
+    def _reopen(self) -> None:
+        _make_dir(self.path.parent)
+        self.epoch += 1  # other threads reconnect at their next query
+        try:
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            raise self._error(exc) from None
+
+    def recover(self, damage: sqlite3.DatabaseError, timeout: float | None = None) -> None:
+        """Move a damaged database aside and start an empty one: the index is derived data,
+        so the next update rebuilds it. Holds the write lock, so no other process's writer
+        is inside the file meanwhile; raises IndexBusy after `timeout` seconds of waiting."""
+        with self.write_lock.held(timeout=timeout):
+            if _file_id(self.path) != self._file_id:
+                self._reopen()  # another process moved it aside already
+                return
+            conn = getattr(self._local, "conn", None)
+            if conn is not None:
+                # Other threads' connections are left to reconnect (a new epoch): closing
+                # them under a running query would fail that query. SQLite leaves a moved
+                # file's journal alone when they close.
+                self._discard(conn)
+                self._local.conn = None
+            aside = self.path.with_name(f"{self.path.name}.damaged-{time.strftime('%Y%m%d-%H%M%S')}")
+            try:
+                os.replace(self.path, aside)
+                # The old write-ahead log must not be replayed into the new database.
+                for suffix in ("-wal", "-shm"):
+                    Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+            except OSError as exc:
+                raise _unusable(self.path, exc) from None
+            log.warning("the index database %s is damaged (%s): moved it to %s; the index is "
+                        "rebuilt from the workspace", self.path, damage, aside.name)
+            self._reopen()
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        """One consistent view for several reads: another process's commit lands before or
+        after all of them, never between."""
+        if self.db.in_transaction:
+            yield
+            return
+        self.db.execute("BEGIN")
+        try:
+            yield
+        finally:
+            if self.db.in_transaction:
+                self.db.execute("ROLLBACK")
+
+    def generation(self) -> str:
+        """The token of the last index commit (any process's)."""
+        return self.meta(GENERATION_KEY) or ""
+
+    def advance_generation(self, expected: str) -> str:
+        """Inside a write transaction: check that nobody committed since this process read
+        `expected`, then mark this commit with a new token and return it."""
+        current = self.generation()
+        if current != expected:
+            raise StaleIndex(f"another process changed the index at {self.path}")
+        token = secrets.token_hex(8)
+        self.set_meta(GENERATION_KEY, token)
+        return token
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:

@@ -5,6 +5,12 @@ then computes the missing embeddings. Requests never wait for it: they read the 
 the index last published (RepoIndex swaps its dicts atomically) and search lexically
 until the embeddings are complete. Edits arrive as buffer overlays and are folded in by
 a debounced update; pausing cancels the running job, which leaves the index unchanged.
+
+The index database may be shared with the command line. A request first catches up with
+what another process committed (RepoIndex.refresh: the search caches follow the index's
+generation), and then schedules an update, which folds the unsaved buffers back in and
+embeds what is new. The worker waits a bounded time for another process's write lock and
+retries later; requests never wait for it.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import logging
+import sqlite3
 import threading
 import time
 from collections.abc import Callable
@@ -26,7 +33,7 @@ from prism_code.index import RepoIndex
 from prism_code.memory.notes_store import NotesStore, llm_note_texts
 from prism_code.parse import language_for_path
 from prism_code.retrieval.dense import Embedder, ModelUnavailable
-from prism_code.store import default_cache_dir
+from prism_code.store import CacheDirError, IndexBusy, default_cache_dir, is_damage
 from prism_code.tasks.find_events import FindListener
 from prism_code.tasks.find_function import FoundFunction, FunctionSearch
 from prism_code.tasks.find_strategies import run_find
@@ -55,6 +62,11 @@ _STAGES = {
 # 2 by ~70 MB and 1 by ~30 MB, all at the same texts per second (2 cores, busy). Texts are
 # embedded shortest first, so batching saved little padding anyway.
 EMBED_BATCH = 1
+
+# How long the worker waits for another process (a `prism-code index`) to finish writing
+# the shared index before it gives up and tries again after LOCK_RETRY_S.
+WRITE_LOCK_WAIT_S = 30.0
+LOCK_RETRY_S = 5.0
 
 # Worker states, as prism.status reports them.
 OPENING, INDEXING, EMBEDDING, IDLE, PAUSED, FAILED, STOPPED = (
@@ -111,6 +123,7 @@ class WorkspaceState:
         # pass keeps it current while it writes.
         self.noted = (0, 0)
         self._notes: NotesStore | None = None
+        self._notes_epoch = 0  # the index store's epoch the notes store was opened at
         self._notes_lock = threading.Lock()
         self._wake = threading.Condition()
         self._due: float | None = None  # monotonic time the next update should start
@@ -196,10 +209,25 @@ class WorkspaceState:
         except (ValueError, OSError):
             return None
 
+    def catch_up(self, index: RepoIndex) -> None:
+        """Read what another process (the command line) committed to the shared index since
+        this one last looked, so a request never answers from a graph that is gone; then let
+        the worker fold the unsaved buffers back in and embed the new functions."""
+        try:
+            changed = index.refresh()
+        except (sqlite3.Error, OSError, CacheDirError) as exc:
+            # The request answers from what is in memory; the worker's update reports it.
+            log.warning("%s: could not read the index: %s", self.root.name, exc)
+            self.schedule()
+            return
+        if changed:
+            self.schedule(visible=True)
+
     def search(self, query: str, top: int, cancelled: Callable[[], bool]) -> list[Found]:
         index, finder = self.index, self._finder
         if index is None or finder is None:
             return []
+        self.catch_up(index)
         with self._search_lock:
             if cancelled():
                 raise Cancelled("the search was cancelled")
@@ -216,6 +244,7 @@ class WorkspaceState:
         index, finder = self.index, self._finder
         if index is None or finder is None:
             return []
+        self.catch_up(index)
         options = {}
         if strategy == "prism" and state_dir is not None:
             from prism_code.llm.state_cache import StateCache
@@ -232,15 +261,19 @@ class WorkspaceState:
         index = self.index
         if index is None:
             return None
+        self.catch_up(index)
         return hover_at(index, path, line, col, text, self.notes_store(index))
 
     def notes_store(self, index: RepoIndex) -> NotesStore:
         """The function notes kept with `index` (one connection, shared by every thread)."""
         with self._notes_lock:
-            if self._notes is None or self._notes.path != index.store.path:
+            # A new epoch: the database file was replaced (a damaged one moved aside).
+            if (self._notes is None or self._notes.path != index.store.path
+                    or self._notes_epoch != index.store.epoch):
                 if self._notes is not None:
                     self._notes.close()
                 self._notes = NotesStore.for_index(index)
+                self._notes_epoch = index.store.epoch
             return self._notes
 
     def status(self) -> dict:
@@ -329,14 +362,43 @@ class WorkspaceState:
             self.state = PAUSED if self._paused else STOPPED if self._stopping else IDLE
             log.info("%s: %s", self.root.name, exc)
             progress.end(str(exc))
+        except IndexBusy as exc:
+            # The command line is writing the shared index: requests keep answering from
+            # what this process holds, and the worker comes back for its update.
+            self.state, self.error = IDLE, str(exc)
+            log.info("%s: %s; trying again in %.0f s", self.root.name, exc, LOCK_RETRY_S)
+            progress.end("waiting for another process writing the index")
+            self.schedule(LOCK_RETRY_S, visible=visible)
+        except CacheDirError as exc:
+            self.state, self.error = FAILED, str(exc)
+            log.error("%s: %s", self.root.name, exc)
+            progress.end(f"indexing failed: {exc}")
+        except sqlite3.DatabaseError as exc:
+            self.state, self.error = FAILED, f"{type(exc).__name__}: {exc}"
+            if is_damage(exc) and self.index is not None:
+                # The index is derived data: move the damaged file aside and rebuild.
+                self._recover(exc)
+            else:
+                log.exception("%s: indexing failed", self.root.name)
+            progress.end(f"indexing failed: {exc}")
         except Exception as exc:  # noqa: BLE001 - the worker must survive to retry later
             self.state, self.error = FAILED, f"{type(exc).__name__}: {exc}"
             log.exception("%s: indexing failed", self.root.name)
             progress.end(f"indexing failed: {exc}")
 
+    def _recover(self, damage: sqlite3.DatabaseError) -> None:
+        try:
+            self.index.recover(damage, timeout=WRITE_LOCK_WAIT_S)
+        except Exception as exc:  # noqa: BLE001 - reported; the next update tries again
+            log.error("%s: the index database is damaged and could not be replaced: %s",
+                      self.root.name, exc)
+            return
+        self.schedule(visible=True)
+
     def _open(self) -> None:
         config = IndexConfig(exclude=list(self.settings.exclude), trusted=self.settings.trusted)
-        index = RepoIndex(self.root, config, self.settings.cache_dir)
+        index = RepoIndex(self.root, config, self.settings.cache_dir,
+                          lock_timeout=WRITE_LOCK_WAIT_S)
         with self._buffers_lock:
             for path, text in self._buffers.items():
                 index.set_overlay(path, text)
@@ -370,7 +432,9 @@ class WorkspaceState:
         self.embedded = (len(texts) - missing, len(texts))
 
         def progress(done: int, total: int) -> None:
-            self.embedded = (len(texts) - missing + done, len(texts))
+            # `total` is what is missing once this process may embed: another process
+            # (a `prism-code index`) may have stored some meanwhile.
+            self.embedded = (len(texts) - total + done, len(texts))
             report("embeddings", done, total)
 
         # New edits outrank embeddings: stop between batches and index them first.
