@@ -491,7 +491,29 @@ class Store:
     def load_edges(self) -> list[tuple[str, str, str, float]]:
         return self.db.execute("SELECT owner, u, v, weight FROM edges").fetchall()
 
+    def _survive(self, damage: sqlite3.DatabaseError) -> bool:
+        """Recover from damage met outside an index update (the vectors, read by a search),
+        without waiting for another process's writer; True if the file was replaced. The
+        index notices the new file at its next refresh and rebuilds."""
+        if not is_damage(damage):
+            return False
+        try:
+            self.recover(damage, timeout=0)
+        except IndexBusy:
+            return False
+        return True
+
     def embeddings(self, hashes: Iterable[str], model: str) -> dict[str, np.ndarray]:
+        """The stored vectors of those hashes; none from a database found damaged (it is
+        replaced: the vectors are computed again, search is lexical until then)."""
+        try:
+            return self._embeddings(hashes, model)
+        except sqlite3.DatabaseError as exc:
+            if not self._survive(exc):
+                raise
+            return {}
+
+    def _embeddings(self, hashes: Iterable[str], model: str) -> dict[str, np.ndarray]:
         wanted = list(dict.fromkeys(hashes))
         found: dict[str, np.ndarray] = {}
         for start in range(0, len(wanted), 500):
@@ -553,9 +575,15 @@ class Store:
         self.db.execute("DELETE FROM dirty_nodes")
 
     def put_embeddings(self, model: str, vectors: dict[str, np.ndarray]) -> None:
-        with self.transaction():
-            self.db.executemany("INSERT OR REPLACE INTO embeddings VALUES (?,?,?)",
-                                [(h, model, v.astype(np.float32).tobytes()) for h, v in vectors.items()])
+        rows = [(h, model, v.astype(np.float32).tobytes()) for h, v in vectors.items()]
+        try:
+            with self.transaction():
+                self.db.executemany("INSERT OR REPLACE INTO embeddings VALUES (?,?,?)", rows)
+        except sqlite3.DatabaseError as exc:
+            if not self._survive(exc):
+                raise
+            with self.transaction():  # into the new database: vectors do not depend on it
+                self.db.executemany("INSERT OR REPLACE INTO embeddings VALUES (?,?,?)", rows)
 
     def set_meta(self, key: str, value: str) -> None:
         self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))

@@ -340,6 +340,36 @@ def test_a_damaged_database_is_moved_aside_and_rebuilt(tmp_path, damage):
     assert stored_tables(db) == clean_build_tables(root, tmp_path / "fresh")
 
 
+def test_damaged_vectors_are_dropped_and_computed_again(tmp_path):
+    """Damage where only the vectors live: the index loads and updates fine, and only
+    find's vector lookup meets it."""
+    root, cache = tmp_path / "multilang", tmp_path / "cache"
+    shutil.copytree(FIXTURES / "multilang", root)
+    out = cli("index", str(root), "--json", "--cache-dir", str(cache))
+    assert out.returncode == 0, out.stderr
+    functions = json.loads(out.stdout)["functions"]
+    db = workspace_db_path(root, cache)
+    with sqlite3.connect(db) as conn:
+        try:
+            pages = [p for (p,) in conn.execute("SELECT pageno FROM dbstat WHERE name = 'embeddings'")]
+        except sqlite3.OperationalError:
+            pytest.skip("this SQLite has no dbstat table to find the vectors' pages")
+    assert len(pages) > 10
+    data = bytearray(db.read_bytes())
+    for page in pages[len(pages) // 2:]:
+        data[(page - 1) * 4096:page * 4096] = os.urandom(4096)
+    db.write_bytes(bytes(data))
+    for run in range(2):
+        out = cli("find", str(root), "add an item to the cart", "--json", "--cache-dir", str(cache))
+        assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+        assert ("is damaged" in out.stderr) == (run == 0)
+        assert "lexical ranking only" in out.stderr
+        assert "Cart.add" in [r["qualname"] for r in json.loads(out.stdout)[:3]]
+    out = cli("index", str(root), "--json", "--cache-dir", str(cache))
+    assert json.loads(out.stdout)["embedded"] == 2 * functions
+    assert stored_tables(db) == clean_build_tables(root, tmp_path / "fresh")
+
+
 def test_a_reader_follows_the_database_another_process_rebuilt(tmp_path):
     root, cache = shop(tmp_path), tmp_path / "cache"
     reader = RepoIndex(root, cache_dir=cache)
