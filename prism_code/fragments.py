@@ -10,11 +10,17 @@ from collections import Counter
 from dataclasses import dataclass
 from functools import cached_property
 
-from prism_code.graph import innermost_nodes, module_node
+from prism_code.graph import def_node, innermost_nodes, module_node
 from prism_code.parse.model import Definition, ParsedFile
 
 FUNCTION = "function"
 WINDOW = "window"
+
+# Nodes one fragment lists, at most. Past it the nodes owning the fewest lines give their
+# lines to the fragment's own node (a function's definition, a window's module), as if they
+# were not separate definitions: a function with thousands of nested ones would otherwise
+# list them all, in the index and in every relation product. Real functions list a few.
+MAX_FRAGMENT_NODES = 256
 
 
 @dataclass(frozen=True)
@@ -56,22 +62,35 @@ def file_fragments(pf: ParsedFile, window_lines: int = 20, stride: int = 10) -> 
     owners = innermost_nodes(pf)
     fallback = module_node(pf.path)
 
-    def nodes_of(start: int, end: int) -> tuple[tuple[str, int], ...]:
+    def nodes_of(start: int, end: int, home: str) -> tuple[tuple[str, int], ...]:
         # Blank and comment lines between definitions belong to no node; counting them
         # for the module would relate every window to every file of its directory.
         counts = Counter(node for node in owners[start:min(end, pf.line_count) + 1] if node)
-        return tuple(sorted(counts.items())) or ((fallback, end - start + 1),)
+        return _bounded(counts, home) or ((fallback, end - start + 1),)
 
     fragments = [
         Fragment(pf.path, FUNCTION, d.start_line, d.end_line, qualname=d.qualname,
-                 nodes=nodes_of(d.start_line, d.end_line))
+                 nodes=nodes_of(d.start_line, d.end_line, def_node(pf.path, d.qualname)))
         for d in pf.definitions if is_function(d)
     ]
     fragments += [
-        Fragment(pf.path, WINDOW, start, end, position=i, nodes=nodes_of(start, end))
+        Fragment(pf.path, WINDOW, start, end, position=i, nodes=nodes_of(start, end, fallback))
         for i, (start, end) in enumerate(window_spans(pf.line_count, window_lines, stride))
     ]
     return fragments
+
+
+def _bounded(counts: Counter[str], home: str) -> tuple[tuple[str, int], ...]:
+    """The fragment's (node, lines) pairs sorted by node, at most MAX_FRAGMENT_NODES of them:
+    past that, `home` takes the lines of the nodes owning the fewest (ties: the last ids), so
+    the fragment's length, Eq. 8's weight, stays the same."""
+    if len(counts) <= MAX_FRAGMENT_NODES:
+        return tuple(sorted(counts.items()))
+    others = sorted((item for item in counts.items() if item[0] != home),
+                    key=lambda item: (-item[1], item[0]))
+    kept = dict(others[:MAX_FRAGMENT_NODES - 1])
+    kept[home] = counts.get(home, 0) + sum(lines for _, lines in others[MAX_FRAGMENT_NODES - 1:])
+    return tuple(sorted(kept.items()))
 
 
 def fragment_text(lines: list[str], fragment: Fragment) -> str:

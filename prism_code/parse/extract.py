@@ -2,11 +2,21 @@
 
 One query per language finds every definition, callee and import node in a single pass in C;
 Python then only touches those nodes, which keeps parse + extract well above 100k lines/s.
+
+What one file may add to the index is bounded (issue #13): every function fragment lists the
+graph nodes of the definitions it encloses, each named by its dotted qualname, so a chain of
+n nested definitions would cost O(n^3) characters. Definitions nested deeper than
+MAX_DEFINITION_DEPTH or with a qualname longer than MAX_QUALNAME_CHARS are therefore part of
+the enclosing definition, and a file whose definitions would still take more than
+MAX_DEFINITION_CHARS is indexed without them (as text windows), with a logged reason. No walk
+here recurses in Python, so no nesting depth raises RecursionError.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import tree_sitter
 from tree_sitter import Node
@@ -18,24 +28,126 @@ from prism_code.parse.model import CallSite, Definition, Import, ParsedFile
 from prism_code.parse.nodes import collapse, last_line, text
 from prism_code.parse.specs import LanguageSpec, language_query, language_spec
 
+log = logging.getLogger(__name__)
+
+# tree-sitter's query cursor breaks down in a tree deeper than 65,535 nodes (a 16-bit limit,
+# it seems): on a 70,000-term `g() + g() + ...` (binary expressions nest to the left) it
+# missed 4,000 calls and took 14 s, 120 s at 100,000 terms. Matches may not start deeper than
+# this, which no real file comes near; what lies deeper belongs to the enclosing definition.
+MAX_QUERY_START_DEPTH = 60_000
+# Real code nests definitions a few levels (4 at most in the 6,500 files measured below);
+# deeper ones are part of their enclosing definition, which bounds how many function
+# fragments list a node, how often a line repeats in function text and how long a qualname
+# grows.
+MAX_DEFINITION_DEPTH = 64
+# A qualname is repeated in graph node ids, fragment keys, node lists and call sites; real
+# ones are well under 200 characters (164 at most in those files).
+MAX_QUALNAME_CHARS = 512
+# Budget of one file's definitions in the index, in characters: each definition's node id
+# times the fragments that may list it (see _node_lists), plus the caller qualnames of the
+# call sites. Ordinary code uses one to two per byte of source (at most 2.0 Mi, for a 0.9 MiB
+# bundle, on 6,500 files of numpy, scipy and npm), so 8 Mi only stops pathological files.
+# (Function text is not counted: the depth limit bounds how often a line repeats in it.)
+MAX_DEFINITION_CHARS = 8 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class _Nested:
+    """The definitions kept from one file, in source order, with what the budget needs."""
+
+    definitions: list[Definition]
+    depths: list[int]  # how many kept definitions enclose each one
+    anchors: set[int]  # ids of the statement nodes the kept definitions start (see _blocks)
+    dropped: int  # definitions left to their enclosing one: too deep or too long a qualname
+
 
 def extract(path: str, language: str, source: bytes, tree: tree_sitter.Tree) -> ParsedFile:
     spec = language_spec(language)
     root = tree.root_node
-    captures = tree_sitter.QueryCursor(language_query(language)).captures(root)
-    heads = _heads(captures.get("definition", ()), spec, source)
-    anchors = [_doc_anchor(head.span, spec) for head in heads]
-    definitions = _definitions(heads, anchors, spec, source)
+    cursor = tree_sitter.QueryCursor(language_query(language))
+    cursor.set_max_start_depth(MAX_QUERY_START_DEPTH)
+    captures = cursor.captures(root)
+    shallow, too_deep = _shallow(captures.get("definition", []))
+    nested = _definitions(_heads(shallow, spec, source), spec, source)
+    dropped = too_deep + nested.dropped
+    if dropped:
+        log.info("%s: %d definitions nested deeper than %d levels or with qualnames over %d "
+                 "characters are indexed as part of their enclosing definition",
+                 path, dropped, MAX_DEFINITION_DEPTH, MAX_QUALNAME_CHARS)
+    nested, calls = _within_budget(path, nested, captures.get("callee", []), source)
     return ParsedFile(
         path=path,
         language=language,
-        definitions=definitions,
-        calls=_calls(captures.get("callee", ()), definitions, source),
+        definitions=nested.definitions,
+        calls=calls,
         imports=_imports(captures.get("import", ()), spec, source),
-        blocks=_blocks(root, {anchor.id for anchor in anchors}, spec),
+        blocks=_blocks(root, nested.anchors, spec),
         line_count=source.count(b"\n") + (0 if not source or source.endswith(b"\n") else 1),
         has_errors=root.has_error,
     )
+
+
+def _shallow(nodes: list[Node]) -> tuple[list[Node], int]:
+    """The definition nodes enclosed by fewer than MAX_DEFINITION_DEPTH others, and how many
+    were not. Done on the raw nodes, before any head is read: some readers ask for a node's
+    parent, which tree-sitter finds by walking down from the root, so reading every head of
+    a 5,000-deep chain would cost depth^2 steps."""
+    ordered = sorted(nodes, key=lambda node: (node.start_byte, -node.end_byte))
+    open_ends: list[int] = []  # end bytes of the nodes enclosing the current one, innermost last
+    kept = []
+    for node in ordered:
+        while open_ends and open_ends[-1] <= node.start_byte:
+            open_ends.pop()
+        if len(open_ends) < MAX_DEFINITION_DEPTH:
+            kept.append(node)
+            open_ends.append(node.end_byte)
+        # A dropped node is not pushed: its descendants are deeper still and fail the same test.
+    return kept, len(ordered) - len(kept)
+
+
+def _within_budget(path: str, nested: _Nested, callees: list[Node],
+                   source: bytes) -> tuple[_Nested, list[CallSite]]:
+    """The definitions and call sites to index: without any definition when they would take
+    more than MAX_DEFINITION_CHARS (the file stays searchable through its windows)."""
+    calls = _calls(callees, nested.definitions, source)
+    cost = _definition_chars(path, nested, calls)
+    if cost <= MAX_DEFINITION_CHARS:
+        return nested, calls
+    log.warning("%s: indexed as plain text without its %d definitions: they would take %d "
+                "characters of the index, more than the %d allowed per file",
+                path, len(nested.definitions), cost, MAX_DEFINITION_CHARS)
+    return _Nested([], [], set(), nested.dropped + len(nested.definitions)), _calls(callees, [], source)
+
+
+def _definition_chars(path: str, nested: _Nested, calls: list[CallSite]) -> int:
+    """What the definitions add to the index, in characters (see MAX_DEFINITION_CHARS)."""
+    node_id_overhead = len(path) + 3  # "s:" + path + "#" + qualname
+    total = sum(len(call.caller) for call in calls if call.caller)
+    lists = _node_lists(nested.definitions, nested.depths)
+    for definition, count in zip(nested.definitions, lists):
+        total += (node_id_overhead + len(definition.qualname)) * count
+    return total
+
+
+# Windows of the default IndexConfig (20 lines every 10): each line lies in two of them.
+_WINDOW_STRIDE = 10
+_WINDOWS_PER_LINE = 2
+
+
+def _node_lists(definitions: list[Definition], depths: list[int]) -> list[int]:
+    """How many fragments may list each definition's node, at most: its own function fragment
+    and those of the definitions enclosing it, and the windows over the lines it owns (not
+    those of the definitions inside it, which `innermost_nodes` gives to them)."""
+    spans = [definition.end_line - definition.start_line + 1 for definition in definitions]
+    owned = list(spans)
+    enclosing: list[int] = []  # indices of the definitions around the current one, outermost first
+    for index, depth in enumerate(depths):
+        del enclosing[depth:]
+        if enclosing:
+            owned[enclosing[-1]] -= spans[index]
+        enclosing.append(index)
+    return [depth + 1 + min(_WINDOWS_PER_LINE * max(lines, 1), span // _WINDOW_STRIDE + 2)
+            for depth, lines, span in zip(depths, owned, spans)]
 
 
 def _heads(nodes: list[Node], spec: LanguageSpec, source: bytes) -> list[DefinitionHead]:
@@ -50,13 +162,16 @@ def _heads(nodes: list[Node], spec: LanguageSpec, source: bytes) -> list[Definit
     return heads
 
 
-def _definitions(
-    heads: list[DefinitionHead], anchors: list[Node], spec: LanguageSpec, source: bytes
-) -> list[Definition]:
+def _definitions(heads: list[DefinitionHead], spec: LanguageSpec, source: bytes) -> _Nested:
     lines = source.split(b"\n") if heads else []
-    open_scopes: list[tuple[int, str, bool]] = []  # (end_byte, qualname, is_class), innermost last
-    found = []
-    for head, anchor in zip(heads, anchors):
+    # (end_byte, qualname, is_class), innermost last; qualname None for a definition left to
+    # its enclosing one, so that everything inside it is left there too.
+    open_scopes: list[tuple[int, str | None, bool]] = []
+    found: list[Definition] = []
+    depths: list[int] = []
+    anchors: set[int] = set()
+    dropped = 0
+    for head in heads:
         span = head.span
         start, end = span.start_byte, span.end_byte
         while open_scopes and open_scopes[-1][0] <= start:
@@ -66,9 +181,16 @@ def _definitions(
         if head.qualifier:
             parent = f"{parent}.{head.qualifier}" if parent else head.qualifier
         qualname = f"{parent}.{head.name}" if parent else head.name
+        if (enclosing is not None and enclosing[1] is None) or len(open_scopes) >= MAX_DEFINITION_DEPTH \
+                or len(qualname) > MAX_QUALNAME_CHARS:
+            dropped += 1
+            open_scopes.append((end, None, False))
+            continue
         kind = head.kind
         if kind == "function" and (head.qualifier or (enclosing is not None and enclosing[2])):
             kind = "method"
+        anchor = _doc_anchor(span, spec)
+        anchors.add(anchor.id)
         doc = python_docstring(head.body, source) if spec.python_docstrings else ""
         if not doc:
             doc = comment_above(lines, anchor.start_point[0], spec.hash_comments, spec.doc_skipped_prefixes)
@@ -86,8 +208,9 @@ def _definitions(
                 parent=parent,
             )
         )
+        depths.append(len(open_scopes))
         open_scopes.append((end, qualname, kind == "class"))
-    return found
+    return _Nested(found, depths, anchors, dropped)
 
 
 def _signature(source: bytes, start: int, end: int) -> str:
@@ -106,7 +229,9 @@ def _doc_anchor(node: Node, spec: LanguageSpec) -> Node:
 
 def _calls(callees: list[Node], definitions: list[Definition], source: bytes) -> list[CallSite]:
     """Call sites in source order, each attributed to the innermost definition around it."""
-    ordered = sorted(callees, key=lambda node: node.start_byte)
+    # Callees starting on one byte (`f(x).g()`: `f` and `f(x).g`) inner first: tree-sitter
+    # returns such ties in an order that changed with unrelated edits to this package.
+    ordered = sorted(callees, key=lambda node: (node.start_byte, node.end_byte))
     open_scopes: list[tuple[int, str]] = []  # (end_byte, qualname), innermost last
     next_definition = 0
     found = []
@@ -150,30 +275,35 @@ def _blocks(root: Node, definition_anchors: set[int], spec: LanguageSpec) -> lis
     return blocks
 
 
-def _top_level_statements(node: Node, spec: LanguageSpec) -> Iterator[Node]:
-    """Statements of the file, looking through namespaces, inline modules and `#ifdef` guards."""
-    for child in node.named_children:
+def _top_level_statements(root: Node, spec: LanguageSpec) -> Iterator[Node]:
+    """Statements of the file, looking through namespaces, inline modules and `#ifdef` guards
+    (namespaces only outside guards: a guard's children are taken as they are).
+
+    Depth-first in source order with a stack of pending child lists rather than recursion:
+    a file may nest thousands of namespaces or guards."""
+    # (children still to visit, whether a namespace among them is looked through)
+    pending: list[tuple[Iterator[Node], bool]] = [(iter(root.named_children), True)]
+    while pending:
+        children, open_bodies = pending[-1]
+        child = next(children, None)
+        if child is None:
+            pending.pop()
+            continue
         kind = child.type
         if kind in spec.comments:
             continue
         if kind in spec.inline_containers:
-            yield from _inline_container_statements(child, spec)
+            pending.append((_inline_container_children(child), False))
             continue
-        body = child.child_by_field_name("body") if kind in spec.body_containers else None
+        body = child.child_by_field_name("body") if open_bodies and kind in spec.body_containers else None
         if body is not None and body.type == "declaration_list":
-            yield from _top_level_statements(body, spec)
+            pending.append((iter(body.named_children), True))
         else:
             yield child
 
 
-def _inline_container_statements(node: Node, spec: LanguageSpec) -> Iterator[Node]:
+def _inline_container_children(node: Node) -> Iterator[Node]:
     """Children of `#if`/`#ifdef`/`#else` except the guard's name and condition."""
     for index, child in enumerate(node.named_children):
-        if node.field_name_for_named_child(index) in ("name", "condition"):
-            continue
-        if child.type in spec.comments:
-            continue
-        if child.type in spec.inline_containers:
-            yield from _inline_container_statements(child, spec)
-        else:
+        if node.field_name_for_named_child(index) not in ("name", "condition"):
             yield child

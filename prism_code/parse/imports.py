@@ -171,10 +171,7 @@ def c_include(node: Node, source: bytes) -> list[Import]:
 def rust_use(node: Node, source: bytes) -> list[Import]:
     """`use a::b::C;`, `use a::{b, c as d};`, `use a::*;` flattened to one Import per group."""
     argument = node.child_by_field_name("argument")
-    found: list[Import] = []
-    if argument is not None:
-        _rust_use_tree(argument, "", first_line(node), source, found)
-    return found
+    return _rust_use_tree(argument, first_line(node), source) if argument is not None else []
 
 
 def rust_mod(node: Node, source: bytes) -> list[Import]:
@@ -183,34 +180,55 @@ def rust_mod(node: Node, source: bytes) -> list[Import]:
     return [Import("self::" + node_text(source, name), first_line(node))] if name is not None else []
 
 
-def _rust_use_tree(node: Node, prefix: str, line: int, source: bytes, found: list[Import]) -> None:
-    kind = node.type
-    if kind == "use_as_clause":
-        path, alias = node.child_by_field_name("path"), node.child_by_field_name("alias")
-        if path is not None:
-            found.append(Import(_join(prefix, node_text(source, path)), line, alias=_optional_text(source, alias)))
-    elif kind == "use_wildcard":
-        path = first_named_child(node)
-        module = _join(prefix, node_text(source, path)) if path is not None else prefix
-        found.append(Import(module, line, (("*", None),)))
-    elif kind == "scoped_use_list":
-        path, items = node.child_by_field_name("path"), node.child_by_field_name("list")
-        if items is not None:
-            inner = _join(prefix, node_text(source, path)) if path is not None else prefix
-            _rust_use_tree(items, inner, line, source, found)
-    elif kind == "use_list":
-        names: list[tuple[str, str | None]] = []
-        for item in node.named_children:
-            simple = item.child_by_field_name("path") if item.type == "use_as_clause" else item
-            if simple is not None and simple.type in ("identifier", "self"):
-                alias = item.child_by_field_name("alias") if item.type == "use_as_clause" else None
-                names.append((node_text(source, simple), _optional_text(source, alias)))
-            else:
-                _rust_use_tree(item, prefix, line, source, found)
-        if names:
-            found.append(Import(prefix, line, tuple(names)))
-    elif kind not in ("line_comment", "block_comment"):
-        found.append(Import(_join(prefix, node_text(source, node)), line))
+# Real `use` paths are a few segments long; groups under a longer prefix are not read.
+MAX_RUST_USE_PREFIX_CHARS = 512
+
+
+def _rust_use_tree(tree: Node, line: int, source: bytes) -> list[Import]:
+    """The imports of one `use` tree, each group's nested groups before its own simple names.
+
+    Walked with an explicit stack, not recursion: `use a::{b::{c::{...}}}` may nest deeply."""
+    found: list[Import] = []
+    # Work in reverse order of execution: a tree to read under its prefix, or a finished Import.
+    pending: list[tuple[Node, str] | Import] = [(tree, "")]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, Import):
+            found.append(item)
+            continue
+        node, prefix = item
+        kind = node.type
+        if kind == "use_as_clause":
+            path, alias = node.child_by_field_name("path"), node.child_by_field_name("alias")
+            if path is not None:
+                found.append(Import(_join(prefix, node_text(source, path)), line, alias=_optional_text(source, alias)))
+        elif kind == "use_wildcard":
+            path = first_named_child(node)
+            module = _join(prefix, node_text(source, path)) if path is not None else prefix
+            found.append(Import(module, line, (("*", None),)))
+        elif kind == "scoped_use_list":
+            path, items = node.child_by_field_name("path"), node.child_by_field_name("list")
+            if items is not None:
+                inner = _join(prefix, node_text(source, path)) if path is not None else prefix
+                # Each group repeats its prefix: deep nesting would cost depth^2 characters.
+                if len(inner) <= MAX_RUST_USE_PREFIX_CHARS:
+                    pending.append((items, inner))
+        elif kind == "use_list":
+            names: list[tuple[str, str | None]] = []
+            nested: list[Node] = []
+            for child in node.named_children:
+                simple = child.child_by_field_name("path") if child.type == "use_as_clause" else child
+                if simple is not None and simple.type in ("identifier", "self"):
+                    alias = child.child_by_field_name("alias") if child.type == "use_as_clause" else None
+                    names.append((node_text(source, simple), _optional_text(source, alias)))
+                else:
+                    nested.append(child)
+            if names:
+                pending.append(Import(prefix, line, tuple(names)))
+            pending.extend((child, prefix) for child in reversed(nested))
+        elif kind not in ("line_comment", "block_comment"):
+            found.append(Import(_join(prefix, node_text(source, node)), line))
+    return found
 
 
 def _join(prefix: str, path: str) -> str:
