@@ -49,13 +49,22 @@ _CHILD = textwrap.dedent("""
     from pathlib import Path
     resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
     from prism_code.index import RepoIndex
+
+    def peak_rss_kib():
+        # VmHWM is this process's own peak; ru_maxrss would carry the forking pytest's peak
+        # over the exec, which is hundreds of MiB once the model tests have run.
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
     index = RepoIndex(Path(sys.argv[1]), cache_dir=Path(sys.argv[2]))
     summary = index.update()
     db = index.store.path
     index.close()
     print(json.dumps({
         "functions": summary.functions,
-        "maxrss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "maxrss_mib": peak_rss_kib() / 1024,
         "index_bytes": sum(f.stat().st_size for f in db.parent.iterdir()),
     }))
 """)
