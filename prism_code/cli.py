@@ -16,7 +16,7 @@ from prism_code.llm.backend import BackendError
 from prism_code.llm.models import ModelError
 from prism_code.progress import StageBars
 from prism_code.terminal import TerminalFormatter, shown, shown_text
-from prism_code.workspace import WorkspaceError
+from prism_code.workspace import WorkspaceError, read_source
 
 log = logging.getLogger("prism_code")
 
@@ -176,10 +176,11 @@ def cmd_complete(args: argparse.Namespace) -> int:
     try:
         # Everything about the request is checked before the index update and the model load.
         rel = _relative(index, args.file)
-        source = index.root / rel
-        if not source.is_file():
-            raise ValueError(f"no such file in the workspace: {shown(rel)}")
-        text = source.read_text(encoding="utf-8", errors="replace")
+        # Read as the index reads: a FIFO or a symlink put there is refused, not waited on.
+        data = read_source(index.root, rel)
+        if data is None:
+            raise ValueError(f"no such readable file in the workspace: {shown(rel)}")
+        text = data.decode("utf-8", errors="replace")
         _check_cursor(rel, text, args.line, args.col)
         index.update()
         settings = CompletionSettings(retrieval=not args.no_retrieval)
@@ -234,21 +235,17 @@ def build_parser() -> argparse.ArgumentParser:
                        help="gitignore-style pattern to leave out (repeatable)")
         p.add_argument("--cache-dir", type=non_empty_path, help="where indexes live (default: user cache)")
         p.add_argument("--json", action="store_true", help="machine-readable output")
-
-    def untrusted(p: argparse.ArgumentParser) -> None:
         p.add_argument("--untrusted", "--no-git", dest="untrusted", action="store_true",
                        help="never run git in the repository (git obeys its .git/config); "
                             "list its files by walking the directory")
 
     p = sub.add_parser("index", help="build or update the index of a repository")
     workspace(p)
-    untrusted(p)
     p.add_argument("--no-embeddings", action="store_true", help="skip the dense vectors")
     p.set_defaults(func=cmd_index)
 
     p = sub.add_parser("find", help="find a function by description")
     workspace(p)
-    untrusted(p)
     p.add_argument("description")
     p.add_argument("--strategy", choices=["retrieval", "prism", "wim", "long-context"], default="retrieval")
     p.add_argument("--top", type=bounded_int(1, MAX_FIND_TOP), default=10,
@@ -268,14 +265,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("related", help="fragments FragRel relates to a location")
     workspace(p)
-    untrusted(p)
     p.add_argument("file", type=non_empty_path)
     p.add_argument("line", type=bounded_int(1))
     p.set_defaults(func=cmd_related)
 
     p = sub.add_parser("complete", help="complete the code at FILE:LINE:COL (1-based)")
     workspace(p)
-    untrusted(p)
     p.add_argument("file", type=non_empty_path, help="inside PATH: relative to it, or absolute")
     p.add_argument("line", type=bounded_int(1))
     p.add_argument("col", type=bounded_int(1))

@@ -411,6 +411,7 @@ class Store:
                 raise _unusable(self.path, exc) from None
             log.warning("the index database %s is damaged (%s): moved it to %s; the index is "
                         "rebuilt from the workspace", self.path, damage, aside.name)
+            _drop_older_damaged(aside)
             self._reopen()
 
     @contextmanager
@@ -591,3 +592,11 @@ class Store:
     def meta(self, key: str) -> str | None:
         row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return row[0] if row else None
+
+
+def _drop_older_damaged(kept: Path) -> None:
+    """Keep one damaged copy (the newest, for a post-mortem): a database damaged again and
+    again must not fill the cache directory with copies of a derived index."""
+    for older in kept.parent.glob(f"{kept.name.split('.damaged-')[0]}.damaged-*"):
+        if older != kept:
+            older.unlink(missing_ok=True)

@@ -330,6 +330,8 @@ async def hover(ls: PrismServer, params: types.HoverParams) -> types.Hover | Non
     state, path = located
     text = ls.open_buffer(params.text_document.uri)
     if text is None and state.index is not None:
+        # A file not open in the editor: its text as last indexed, by any process.
+        state.catch_up(state.index)
         text = "\n".join(state.index.lines.get(path, []))
     if text is None:
         return None

@@ -140,6 +140,16 @@ def test_complete_refuses_a_file_outside_the_repository_before_loading_the_model
     assert out.returncode == 2 and "unknown model 'no-such-model'" in out.stderr
 
 
+@pytest.mark.timeout(60)
+def test_complete_on_a_fifo_is_refused_not_waited_on(calcrepo, tmp_path):
+    os.mkfifo(calcrepo / "calc" / "pipe.py")  # nothing ever writes to it: a read would block
+    out = run("complete", str(calcrepo), "calc/pipe.py", "1", "1", "--model", "no-such-model",
+              cache=tmp_path / "cache")
+    assert out.returncode == 2, out.stderr
+    assert "no such readable file in the workspace: calc/pipe.py" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
 def test_complete_checks_line_and_column_before_loading_the_model(calcrepo, tmp_path):
     cache = tmp_path / "cache"
     lines = (calcrepo / "calc" / "net.py").read_text().split("\n")

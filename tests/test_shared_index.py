@@ -340,6 +340,20 @@ def test_a_damaged_database_is_moved_aside_and_rebuilt(tmp_path, damage):
     assert stored_tables(db) == clean_build_tables(root, tmp_path / "fresh")
 
 
+def test_damaged_again_keeps_only_the_newest_damaged_copy(tmp_path):
+    root, cache = tmp_path / "multilang", tmp_path / "cache"
+    shutil.copytree(FIXTURES / "multilang", root)
+    assert cli("index", str(root), "--no-embeddings", "--cache-dir", str(cache)).returncode == 0
+    db = workspace_db_path(root, cache)
+    older = db.with_name("index.sqlite.damaged-20000101-000000")
+    older.write_bytes(b"an earlier damaged copy")
+    db.write_bytes(os.urandom(db.stat().st_size))
+    out = cli("find", str(root), "add an item to the cart", "--json", "--cache-dir", str(cache))
+    assert out.returncode == 0, out.stderr
+    kept = list(db.parent.glob("index.sqlite.damaged-*"))
+    assert len(kept) == 1 and kept[0] != older
+
+
 def test_damaged_vectors_are_dropped_and_computed_again(tmp_path):
     """Damage where only the vectors live: the index loads and updates fine, and only
     find's vector lookup meets it."""

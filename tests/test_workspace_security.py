@@ -8,6 +8,7 @@ deterministic by swapping the file right after the real scan returns.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shlex
 import shutil
@@ -236,6 +237,12 @@ def test_untrusted_index_and_command_line_flag(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert '"files": 2' in proc.stdout
+    assert not mark.exists()
+    proc = subprocess.run([sys.executable, "-m", "prism_code.cli", "notes", str(root),
+                           "--untrusted", "--cache-dir", str(tmp_path / "cache3"), "--json"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert {row["path"] for row in json.loads(proc.stdout)} == {"a.py", "untracked.py"}
     assert not mark.exists()
 
 

@@ -50,7 +50,9 @@ def notes_command(args: argparse.Namespace) -> int:
     from prism_code.memory.function_notes import notes_for
     from prism_code.memory.notes_store import NotesStore
 
-    index = RepoIndex(args.path, IndexConfig(exclude=list(getattr(args, "exclude", None) or [])),
+    config = IndexConfig(exclude=list(getattr(args, "exclude", None) or []),
+                         trusted=not getattr(args, "untrusted", False))
+    index = RepoIndex(args.path, config,
                       cache_dir=getattr(args, "cache_dir", None))
     try:
         index.update()

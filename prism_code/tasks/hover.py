@@ -44,9 +44,10 @@ if TYPE_CHECKING:
 SHOWN_LINKS = 5
 
 # Parsed buffers kept for hovers: a tree takes ~30 bytes per byte of text (160 MB for a
-# 5 MB file), so few are kept. The most recent one is kept whatever its size.
+# 5 MB file), so older ones are kept only while they add up to ~60 MB of trees (the server
+# stays under 450 MiB without the model). The most recent one is kept whatever its size.
 KEPT_BUFFERS = 8
-KEPT_BUFFER_BYTES = 8_000_000
+KEPT_BUFFER_BYTES = 2_000_000
 
 # Node types that name something; what hover can be asked about.
 _NAME_TYPES = frozenset({
