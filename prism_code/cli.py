@@ -217,8 +217,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     # The command line is the program's entry point, not the library, so it may start the
-    # server; importing it here keeps pygls out of every other command and of the library.
-    from server.app import main as serve
+    # server: the one import of prism_code.lsp outside it (docs/architecture.md). Importing it
+    # here keeps pygls out of every other command and of the library.
+    from prism_code.lsp.app import main as serve
 
     return serve(["--verbose"] if args.verbose else [])
 

@@ -101,7 +101,7 @@ class CodeGraph:
     def __del__(self) -> None:
         # networkx caches views (`edges`, `degree`) that point back at their graph: a cycle,
         # which only the cyclic collector frees, and a long-running process may keep that
-        # collector off its long-lived objects (server/heap.py). Dropping the views lets
+        # collector off its long-lived objects (prism_code/lsp/heap.py). Dropping the views lets
         # reference counting free a replaced graph with everything in it.
         for view in ("edges", "degree", "nodes", "adj"):
             vars(self.g).pop(view, None)
