@@ -347,7 +347,7 @@ def run(repo: Path, interval_s: float = INTERVAL_S, notes_file: Path | None = No
 
 
 def markdown(r: ServerLatency, command: str) -> str:
-    from prism_code.bench.report import table
+    from prism_bench.report import table
 
     rows = []
     for method in ("status", "hover"):
