@@ -516,7 +516,7 @@ def main(argv: list[str] | None = None) -> int:
         logging.getLogger("prism_code.workspace").setLevel(logging.WARNING)
     for name in ("pygls.protocol.json_rpc", "pygls.server", "prism_code.lsp.stdio"):
         logging.getLogger(name).addFilter(_ClientMistakes())
-    # Hovers read notes through the memory modules, which load llama.cpp's library (~0.4 s).
+    # Hovers read notes through the memory modules (they no longer load llama.cpp's library).
     # Imported once requests flowed, they held the import lock the first hovers waited on
     # and competed for the GIL with the start of indexing: import them before serving.
     importlib.import_module("prism_code.memory.cok")

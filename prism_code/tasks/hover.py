@@ -9,8 +9,8 @@ the deterministic note made from the parse and the graph, and it says which. An 
 of a workspace module, or the first line of a file, shows the module's Chain-of-Key
 summary once one exists, else a summary made without the model.
 
-The memory modules are imported where they are used: they import the LLM runtime, which
-loads llama.cpp, and a process that only hovers should not pay for that at start-up.
+The memory modules are imported where they are used, not at start-up. They no longer
+load llama.cpp (what they share with the runtime is in prism_code.llm.types).
 
 Parsing and extracting a 5 MB buffer takes ~3 s, so the parsed text is kept
 (`ParsedBuffers`): hovers on an unchanged buffer parse it once, and an edited buffer is
