@@ -39,7 +39,7 @@ import networkx as nx
 
 from prism_code.embeddings import name_words
 from prism_code.fragments import Fragment
-from prism_code.graph import def_node
+from prism_code.graph import call_links, def_node
 from prism_code.index import RepoIndex
 from prism_code.llm.types import Generation
 from prism_code.memory.accounting import Accounting
@@ -127,10 +127,6 @@ def signature_parts(signature: str) -> tuple[list[str], str]:
 
 def deterministic_note(index: RepoIndex, fragment: Fragment) -> FunctionNote:
     """A note from what the parse and the graph know, available before any model runs."""
-    # Hover owns the rule that tells a call edge from an import edge; memory must not be
-    # imported by hover at module level for this to stay acyclic, and it is not.
-    from prism_code.tasks.hover import call_links
-
     definition = index.definition(fragment.path, fragment.qualname)
     name = fragment.qualname.rsplit(".", 1)[-1]
     signature = definition.signature if definition else ""
