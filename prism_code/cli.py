@@ -8,7 +8,6 @@ import logging
 import sys
 from pathlib import Path
 
-from prism_code.bench.charts import ChartsUnavailable
 from prism_code.cancel import Cancelled
 from prism_code.cli_args import bounded_float, bounded_int, non_empty_path, non_empty_text
 from prism_code.config import FRAGREL_ALPHA_RANGE, MAX_FIND_TOP, THREADS_RANGE, IndexConfig
@@ -19,6 +18,8 @@ from prism_code.terminal import TerminalFormatter, shown, shown_text
 from prism_code.workspace import WorkspaceError, read_source
 
 log = logging.getLogger("prism_code")
+
+BENCH_HELP = "benchmarks from a source checkout (results go to docs/benchmarks.md)"
 
 
 def _open_index(args: argparse.Namespace):
@@ -210,16 +211,47 @@ def cmd_complete(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_bench(args: argparse.Namespace) -> int:
-    from prism_code.bench import cli as bench_cli
+class BenchUnavailable(RuntimeError):
+    """The benchmarks cannot run: no source checkout, or their chart library is missing."""
 
-    return bench_cli.run(args)
+
+def _bench_cli():
+    """prism_bench.cli from the source checkout this prism_code runs from.
+
+    The benchmarks (prism_bench/) are not installed with the library: they run from a
+    checkout, next to prism_code/ (an editable install). This is the one place the
+    library imports them, and only for `prism-code bench`.
+    """
+    import prism_code
+
+    package = Path(prism_code.__file__).resolve().parent
+    checkout = package.parent
+    if not (checkout / "prism_bench" / "__init__.py").is_file():
+        raise BenchUnavailable(f"benchmarks run from a source checkout (prism_bench/ not found next to {package})")
+    if str(checkout) not in sys.path:
+        sys.path.insert(0, str(checkout))
+    from prism_bench import cli as bench_cli
+
+    return bench_cli
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    bench_cli = _bench_cli()
+    from prism_bench.charts import ChartsUnavailable
+
+    parser = argparse.ArgumentParser(prog="prism-code bench", description=BENCH_HELP)
+    bench_cli.add_arguments(parser)
+    try:
+        return bench_cli.run(parser.parse_args(args.bench_args))
+    except ChartsUnavailable as exc:
+        raise BenchUnavailable(str(exc)) from exc
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
     # The command line is the program's entry point, not the library, so it may start the
-    # server; importing it here keeps pygls out of every other command and of the library.
-    from server.app import main as serve
+    # server: the one import of prism_code.lsp outside it (docs/architecture.md). Importing it
+    # here keeps pygls out of every other command and of the library.
+    from prism_code.lsp.app import main as serve
 
     return serve(["--verbose"] if args.verbose else [])
 
@@ -295,10 +327,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("serve", help="the language server on stdio (for editors)")
     p.set_defaults(func=cmd_serve)
 
-    p = sub.add_parser("bench", help="benchmarks (results go to docs/benchmarks.md)")
-    from prism_code.bench import cli as bench_cli
-
-    bench_cli.add_arguments(p)
+    # Its arguments are parsed in cmd_bench, by prism_bench's own parser: this one takes
+    # everything after `bench` as it is (no prefix characters, so `--help` too).
+    p = sub.add_parser("bench", help=BENCH_HELP, add_help=False, prefix_chars="\0")
+    p.add_argument("bench_args", nargs=argparse.REMAINDER)
     p.set_defaults(func=cmd_bench)
     return parser
 
@@ -310,7 +342,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, handlers=[handler])
     try:
         return args.func(args)
-    except (WorkspaceError, ValueError, ModelError, BackendError, ChartsUnavailable) as exc:
+    except (WorkspaceError, ValueError, ModelError, BackendError, BenchUnavailable) as exc:
         print(f"prism-code: error: {shown_text(str(exc))}", file=sys.stderr)
         return 2
     except Cancelled as exc:

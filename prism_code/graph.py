@@ -101,7 +101,7 @@ class CodeGraph:
     def __del__(self) -> None:
         # networkx caches views (`edges`, `degree`) that point back at their graph: a cycle,
         # which only the cyclic collector frees, and a long-running process may keep that
-        # collector off its long-lived objects (server/heap.py). Dropping the views lets
+        # collector off its long-lived objects (prism_code/lsp/heap.py). Dropping the views lets
         # reference counting free a replaced graph with everything in it.
         for view in ("edges", "degree", "nodes", "adj"):
             vars(self.g).pop(view, None)
@@ -462,3 +462,50 @@ def innermost_nodes(pf: ParsedFile) -> list[str | None]:
         for line in range(max(d.start_line, 1), min(d.end_line, pf.line_count) + 1):
             table[line] = node
     return table
+
+
+# ---- queries ------------------------------------------------------------------------------
+
+
+def call_links(graph: CodeGraph, node: str) -> tuple[set[str], set[str]]:
+    """(callers, callees) of a graph node: its call edges, told apart from import edges.
+
+    A call edge carries weight 0.8 from the calling file's links; an import edge has the
+    same weight, so an edge counts as a call only when the owning file really has a call
+    of that name on a line the caller owns, the rule the graph used to add it.
+    """
+    if node not in graph.g:
+        return set(), set()
+    tables: dict[str, list[str | None]] = {}
+    callers, callees = set(), set()
+    for other, data in graph.g[node].items():
+        if is_call(graph, other, node, data["owners"], tables):
+            callers.add(other)
+        if is_call(graph, node, other, data["owners"], tables):
+            callees.add(other)
+    return callers, callees
+
+
+def _links_owner(path: str) -> str:
+    return next(o for o in CodeGraph.owners_of([path], tree_changed=False) if o != path)
+
+
+def is_call(graph: CodeGraph, caller: str, callee: str, owners: dict[str, float],
+            tables: dict[str, list[str | None]]) -> bool:
+    """Whether the edge caller-callee is a call from `caller`'s file, on `caller`'s lines."""
+    path, name = graph.g.nodes[caller].get("path"), graph.g.nodes[callee].get("name")
+    if path is None or name is None or owners.get(_links_owner(path)) != CALL_WEIGHT:
+        return False
+    pf = graph.parsed.get(path)
+    if pf is None:
+        return False
+    if path not in tables:
+        tables[path] = innermost_nodes(pf)
+    return any(c.name == name and _line_owner(tables[path], c.line, path) == caller
+               for c in pf.calls)
+
+
+def _line_owner(table: list[str | None], line: int, path: str) -> str:
+    """The node a call on this line is attributed to: the graph's own rule."""
+    node = table[line] if 0 < line < len(table) else None
+    return node or module_node(path)

@@ -1,4 +1,4 @@
-"""Hover latency on a big open buffer, through a real `python -m server` over stdio.
+"""Hover latency on a big open buffer, through a real `python -m prism_code.lsp` over stdio.
 
     .venv/bin/python scripts/bench_hover.py [--mb 5] [--repeat 3]
 
@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 class Client:
     def __init__(self, cwd: Path) -> None:
-        self.process = subprocess.Popen([sys.executable, "-m", "server"], stdin=subprocess.PIPE,
+        self.process = subprocess.Popen([sys.executable, "-m", "prism_code.lsp"], stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                         cwd=cwd, env={**os.environ, "PRISM_CODE_CACHE_DIR":
                                                       str(cwd / "cache")})

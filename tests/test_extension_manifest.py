@@ -1,7 +1,7 @@
 """The VS Code extension's settings match the server's: same keys, same defaults.
 
 The extension sends every `prism.*` setting with its effective value, so a default in
-package.json that differs from server/settings.py would silently override the server's,
+package.json that differs from prism_code/lsp/settings.py would silently override the server's,
 and a key the server does not know would be warned about on every start.
 """
 
@@ -11,7 +11,7 @@ import json
 import re
 from pathlib import Path
 
-from server.settings import FIND_STRATEGIES, KEYS, Settings
+from prism_code.lsp.settings import FIND_STRATEGIES, KEYS, Settings
 
 REPO = Path(__file__).resolve().parents[1]
 MANIFEST = json.loads((REPO / "package.json").read_text())

@@ -5,10 +5,11 @@ from pathlib import Path
 
 import pytest
 
+from prism_code.graph import call_links
 from prism_code.index import RepoIndex
 from prism_code.parse.languages import parser
-from prism_code.tasks.hover import (ModuleHover, ParsedBuffers, call_links, describe, hover_at,
-                                     module_at, summary, symbol_at)
+from prism_code.tasks.hover import (ModuleHover, ParsedBuffers, describe, hover_at, module_at, summary,
+                                     symbol_at)
 
 FIXTURE = Path(__file__).parent / "fixtures" / "multilang"
 

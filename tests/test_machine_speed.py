@@ -1,6 +1,6 @@
 """The machine-speed line every model benchmark prints beside its latencies."""
 
-from prism_code.bench.machine_speed import measure
+from prism_bench.machine_speed import measure
 
 
 def test_measure_reads_real_speeds_and_leaves_the_cache_empty(model_session):

@@ -39,7 +39,7 @@ local function main()
   local out = {}
   local id = vim.lsp.start_client({
     name = "prism",
-    cmd = {env.PRISM_PYTHON, "-m", "server"},
+    cmd = {env.PRISM_PYTHON, "-m", "prism_code.lsp"},
     cmd_env = {PYTHONPATH = env.PRISM_REPO, PRISM_CODE_CACHE_DIR = env.PRISM_CACHE},
     root_dir = env.PRISM_WORKSPACE,
     init_options = {cacheDir = env.PRISM_CACHE},

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from prism_code.bench import repoeval_data as rd
-from prism_code.bench.corpora import DownloadError
-from prism_code.bench.repoeval_data import (
+from prism_bench import repoeval_data as rd
+from prism_bench.corpora import DownloadError
+from prism_bench.repoeval_data import (
     API,
     LINE,
     PROJECTS,

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from prism_code.bench.corpora import MARKER_SUFFIX, DownloadError
-from prism_code.bench.repoqa_data import (
+from prism_bench.corpora import MARKER_SUFFIX, DownloadError
+from prism_bench.repoqa_data import (
     DEFAULT_DATA_DIR,
     check_needles,
     haystack_files,

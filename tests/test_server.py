@@ -43,7 +43,7 @@ async def client(workspace: Path):
 
 async def start_server(root: Path, cache: Path, *, wait: bool = True, **options) -> LanguageClient:
     config = ClientServerConfig(
-        server_command=[sys.executable, "-m", "server"],
+        server_command=[sys.executable, "-m", "prism_code.lsp"],
         # The default cache too is a temporary one: a test must never touch the user's.
         server_env={**os.environ, "PYTHONPATH": str(REPO),
                     "PRISM_CODE_CACHE_DIR": str(root.parent / "default-cache")})

@@ -16,8 +16,8 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcRequestCancelled
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
-from server.completion_stats import Debounce
-from server.model_host import ModelHost
+from prism_code.lsp.completion_stats import Debounce
+from prism_code.lsp.model_host import ModelHost
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURE = Path(__file__).parent / "fixtures" / "calcrepo"
@@ -31,7 +31,7 @@ async def start(root: Path, **options) -> LanguageClient:
     """A server on a copy of the fixture, indexed; every cache in the test's directory."""
     shutil.copytree(FIXTURE, root)
     config = ClientServerConfig(
-        server_command=[sys.executable, "-m", "server"],
+        server_command=[sys.executable, "-m", "prism_code.lsp"],
         server_env={**os.environ, "PYTHONPATH": str(REPO),
                     "PRISM_CODE_CACHE_DIR": str(root.parent / "default-cache")})
     client = await config.start()

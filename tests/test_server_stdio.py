@@ -1,4 +1,4 @@
-"""How the server reads its stdin pipe: a real `python -m server` process fed raw bytes,
+"""How the server reads its stdin pipe: a real `python -m prism_code.lsp` process fed raw bytes,
 split and joined the ways a client's writes and the pipe can cut them, and malformed
 the ways a faulty client sends them."""
 
@@ -35,7 +35,7 @@ class RawServer:
 
     def __init__(self, tmp_path: Path) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "server"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            [sys.executable, "-m", "prism_code.lsp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL, cwd=tmp_path,
             env={**os.environ, "PYTHONPATH": str(REPO),
                  "PRISM_CODE_CACHE_DIR": str(tmp_path / "cache")})

@@ -247,7 +247,7 @@ def test_untrusted_index_and_command_line_flag(tmp_path: Path) -> None:
 
 
 def test_trust_comes_from_the_client_and_survives_a_settings_change() -> None:
-    from server.settings import parse_settings
+    from prism_code.lsp.settings import parse_settings
 
     untrusted = parse_settings({"workspaceTrusted": False, "exclude": ["x/"]})
     assert untrusted.trusted is False and untrusted.warnings == ()
@@ -278,7 +278,7 @@ async def test_server_runs_no_git_until_the_client_trusts_the_workspace(tmp_path
     root, mark = tmp_path / "r", tmp_path / "PWNED"
     hostile_repo(root, mark)
     config = ClientServerConfig(
-        server_command=[sys.executable, "-m", "server"],
+        server_command=[sys.executable, "-m", "prism_code.lsp"],
         server_env={**os.environ, "PYTHONPATH": str(REPO),
                     "PRISM_CODE_CACHE_DIR": str(tmp_path / "default-cache")})
     client = await config.start()

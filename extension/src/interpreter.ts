@@ -74,7 +74,7 @@ export async function onDidChangePythonEnvironment(listener: () => void,
 const CHECK = [
   'import sys, importlib.util as u',
   `sys.exit(2 if sys.version_info < (${MINIMUM.major}, ${MINIMUM.minor}) else`
-  + ' 0 if u.find_spec("prism_code") and u.find_spec("server") else 3)',
+  + ' 0 if u.find_spec("prism_code") and u.find_spec("prism_code.lsp") else 3)',
 ].join('\n');
 
 /**

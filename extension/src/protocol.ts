@@ -1,5 +1,5 @@
 // The server's workspace/executeCommand commands and the shapes of their answers
-// (server/commands.py and server/app.py).
+// (prism_code/lsp/commands.py and prism_code/lsp/app.py).
 
 export const FIND_FUNCTION = 'prism.findFunction';
 export const REINDEX = 'prism.reindex';
@@ -7,7 +7,7 @@ export const STATUS = 'prism.status';
 export const PAUSE_INDEXING = 'prism.pauseIndexing';
 export const RESUME_INDEXING = 'prism.resumeIndexing';
 
-// Work-done progress tokens the server creates for indexing (server/bridge.py).
+// Work-done progress tokens the server creates for indexing (prism_code/lsp/bridge.py).
 export const INDEX_PROGRESS_PREFIX = 'prism-index/';
 
 export interface Position {
@@ -44,7 +44,7 @@ export interface Embeddings {
 
 export type NotesState = 'off' | 'waiting' | 'writing' | 'done' | 'paused' | 'no model' | 'failed';
 
-// Functions whose model-written note is for their current text (server/notes_pass.py).
+// Functions whose model-written note is for their current text (prism_code/lsp/notes_pass.py).
 export interface Notes {
   state?: NotesState;
   done: number;

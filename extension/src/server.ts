@@ -166,7 +166,7 @@ export class PrismServer implements vscode.Disposable {
       });
       return;
     }
-    this.log.info(`starting the server: ${interpreter.command} -m server (from ${interpreter.source})`);
+    this.log.info(`starting the server: ${interpreter.command} -m prism_code.lsp (from ${interpreter.source})`);
     const client = new LanguageClient('prism-code', 'PRISM Code', this.serverOptions(interpreter),
       this.clientOptions(folder));
     // textDocument/inlineCompletion (LSP 3.18) is a proposed feature in vscode-languageclient 9.
@@ -210,11 +210,11 @@ export class PrismServer implements vscode.Disposable {
   private serverOptions(interpreter: Interpreter): ServerOptions {
     // No transport option: vscode-languageclient would append --stdio, which the server
     // does not take; stdio is its default. The working directory is the extension's own
-    // folder because `python -m` imports from it first: a workspace holding a `server`
-    // package must not be what runs.
+    // folder because `python -m` imports from it first: a workspace's own modules (a
+    // `prism_code` folder, a `json.py`) must not be what runs.
     return {
       command: interpreter.command,
-      args: ['-m', 'server'],
+      args: ['-m', 'prism_code.lsp'],
       options: { cwd: this.extensionPath },
     };
   }

@@ -3,7 +3,7 @@ import * as vscode from 'vscode';
 
 export const SECTION = 'prism';
 
-// The settings the server reads, spelled as server/settings.py's KEYS spell them. The
+// The settings the server reads, spelled as prism_code/lsp/settings.py's KEYS spell them. The
 // interpreter is not among them: it chooses the server, so only the extension reads it.
 export const SERVER_KEYS = [
   'modelPath',
@@ -17,7 +17,7 @@ export const SERVER_KEYS = [
   'cacheDir',
 ] as const;
 
-// Sent beside the settings, from VS Code's own state (server/settings.py's CLIENT_KEYS).
+// Sent beside the settings, from VS Code's own state (prism_code/lsp/settings.py's CLIENT_KEYS).
 // Never read from the configuration: a workspace's .vscode/settings.json must not be
 // able to declare itself trusted.
 export const TRUST_KEY = 'workspaceTrusted';

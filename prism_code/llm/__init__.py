@@ -25,18 +25,16 @@ _EXPORTS = {
         "is_assembled",
         "model_path",
     ],
-    "runtime": [
+    "runtime": ["LlamaSession", "json_grammar", "rss_mb"],
+    "state_cache": ["StateCache", "StateEntry", "prefix_key"],
+    "types": [
         "ContextOverflow",
         "Generation",
         "GenerationStats",
-        "LlamaSession",
         "PrefillStats",
         "SessionCounters",
         "common_prefix",
-        "json_grammar",
-        "rss_mb",
     ],
-    "state_cache": ["StateCache", "StateEntry", "prefix_key"],
 }
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
 
@@ -58,18 +56,16 @@ if TYPE_CHECKING:
         is_assembled,
         model_path,
     )
-    from .runtime import (
+    from .runtime import LlamaSession, json_grammar, rss_mb
+    from .state_cache import StateCache, StateEntry, prefix_key
+    from .types import (
         ContextOverflow,
         Generation,
         GenerationStats,
-        LlamaSession,
         PrefillStats,
         SessionCounters,
         common_prefix,
-        json_grammar,
-        rss_mb,
     )
-    from .state_cache import StateCache, StateEntry, prefix_key
 
 
 def __getattr__(name: str) -> Any:

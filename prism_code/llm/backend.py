@@ -13,17 +13,9 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, AnyStr, Protocol
+from typing import TYPE_CHECKING, Protocol
 
-
-
-def first_stop(text: AnyStr, stops: Sequence[AnyStr], start: int = 0) -> int | None:
-    """Where the earliest of `stops` begins in `text` at or after `start`; an empty stop never matches.
-
-    Every backend, and whatever replays a generation, cuts its text here.
-    """
-    hits = [i for s in stops if s and (i := text.find(s, start)) >= 0]
-    return min(hits) if hits else None
+from .types import Generation, PrefillStats, SessionCounters
 
 
 class BackendError(RuntimeError):
@@ -31,10 +23,8 @@ class BackendError(RuntimeError):
 
 
 if TYPE_CHECKING:
-    # Typing only: importing runtime loads llama.cpp's shared library.
+    # Typing only: importing llama_cpp loads llama.cpp's shared library.
     from llama_cpp import LlamaGrammar
-
-    from .runtime import Generation, PrefillStats, SessionCounters
 
 
 class CompletionBackend(Protocol):

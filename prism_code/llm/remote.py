@@ -26,16 +26,15 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
-
-import llama_cpp
+from typing import TYPE_CHECKING, Any, Literal
 
 from .json_http import JsonHttpClient, RemoteError, RequestCancelled, error_message
-from .backend import first_stop
-from .vocab import Vocabulary
 from .models import DEFAULT_MODEL, MODELS, ensure_model, file_sha256
-from .runtime import (Cancelled, ContextOverflow, Generation, GenerationStats, PrefillStats,
-                      SessionCounters, common_prefix)
+from .types import (Cancelled, ContextOverflow, Generation, GenerationStats, PrefillStats,
+                    SessionCounters, common_prefix, first_stop)
+
+if TYPE_CHECKING:
+    import llama_cpp
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +95,11 @@ class RemoteSession:
                                     self.settings.api_key or os.environ.get(API_KEY_ENV) or None)
         self._endpoint = self._http.endpoint
         self.tokenizer_path = ensure_model(self.settings.tokenizer)
+        # llama.cpp's library is loaded here, not when this module is imported.
+        import llama_cpp
+
+        from .vocab import Vocabulary
+
         # Vocabulary only: tokenizing needs no weights, so loading takes ~0.3 s.
         self._vocab_llm = llama_cpp.Llama(model_path=str(self.tokenizer_path), vocab_only=True, verbose=False)
         self._format: PromptFormat = self.settings.prompt_format

@@ -14,99 +14,22 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import llama_cpp
 import numpy as np
 from llama_cpp import _internals
 
-from .backend import first_stop
+from .types import (Cancelled, ContextOverflow, Generation, GenerationStats, PrefillStats, Scored,
+                    SessionCounters, common_prefix, first_stop)
 from .vocab import Vocabulary
 from .models import DEFAULT_MODEL, MODELS, Progress, ensure_model, file_sha256
 
 log = logging.getLogger(__name__)
 
-Cancelled = Callable[[], bool]
-
 _SEQ = 0  # one sequence per session; parallel work gets its own session
-
-
-class ContextOverflow(ValueError):
-    pass
-
-
-@dataclass(frozen=True)
-class PrefillStats:
-    prompt_tokens: int
-    reused: int  # kept from the KV cache (longest common prefix)
-    encoded: int  # evaluated now
-    ms: float
-    cancelled: bool = False
-
-
-@dataclass(frozen=True)
-class GenerationStats:
-    prompt_tokens: int
-    reused: int
-    encoded: int
-    decoded: int  # tokens sampled
-    prefill_ms: float
-    decode_ms: float
-    finish_reason: str  # "stop" | "eos" | "length" | "cancelled"
-
-
-@dataclass(frozen=True)
-class Generation:
-    text: str
-    tokens: list[int]
-    stats: GenerationStats
-    # Per sampled token, the log-probabilities of the `watch` tokens the caller asked for
-    # (softmax over the whole vocabulary, before the grammar): how sure the model was,
-    # where the sampled token alone only says what won.
-    watched: list[tuple[float, ...]] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class Scored:
-    logprobs: list[float]  # one per continuation token
-    reused: int
-    encoded: int
-    cancelled: bool = False
-    ms: float = 0.0
-
-
-@dataclass
-class SessionCounters:
-    """Cumulative token accounting (the PRISM paper's encoded / reused / decoded)."""
-
-    encoded: int = 0
-    reused: int = 0
-    decoded: int = 0
-    restored: int = 0  # tokens brought back from state files instead of being evaluated
-    prefill_ms: float = 0.0
-    decode_ms: float = 0.0
-
-    @property
-    def cache_hit(self) -> float:
-        total = self.encoded + self.reused
-        return self.reused / total if total else 0.0
-
-    @property
-    def cost_index(self) -> float:
-        return (self.encoded + 3 * self.decoded) / 1e6
-
-    def snapshot(self) -> SessionCounters:
-        return replace(self)
-
-
-def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
 
 
 def json_grammar(schema: dict) -> llama_cpp.LlamaGrammar:

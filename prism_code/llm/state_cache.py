@@ -21,13 +21,16 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import llama_cpp
 import platformdirs
 
 from prism_code.atomic import atomic_write
 
-from .runtime import LlamaSession, common_prefix
+from .types import common_prefix
+
+if TYPE_CHECKING:
+    from .runtime import LlamaSession
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +98,7 @@ class StateCache:
         header = json.dumps(
             {
                 "model_sha256": session.model_sha256,
-                "llama_cpp": llama_cpp.__version__,
+                "llama_cpp": _llama_cpp_version(),
                 "n_tokens": n_tokens,
                 "prefix_sha256": prefix_key(tokens),
                 "payload_size": len(payload),
@@ -217,7 +220,7 @@ def _parse(data: bytes, model_sha256: str, tokens: list[int]) -> bytearray:
         raise CorruptState("bad header")
     if header.get("model_sha256") != model_sha256:
         raise CorruptState("written for another model")
-    if header.get("llama_cpp") != llama_cpp.__version__:
+    if header.get("llama_cpp") != _llama_cpp_version():
         raise CorruptState(f"written by llama-cpp-python {header.get('llama_cpp')}")
     n = len(tokens)
     if header.get("n_tokens") != n:
@@ -239,3 +242,11 @@ def _touch(path: Path) -> None:
         os.utime(path)
     except OSError:
         pass
+
+
+def _llama_cpp_version() -> str:
+    # Imported here, not with the module: a state file is written or read with a session open,
+    # and whoever only passes a StateCache along need not load llama.cpp's library.
+    import llama_cpp
+
+    return llama_cpp.__version__

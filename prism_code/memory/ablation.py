@@ -15,15 +15,18 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from prism_code.index import RepoIndex
-from prism_code.llm.runtime import LlamaSession
 from prism_code.memory.encoding import Encoding
 from prism_code.memory.function_notes import functions_in_order
 from prism_code.memory.revisions import Target
 from prism_code.memory.runner import run_pass
 from prism_code.memory.schema import format_path
 from prism_code.memory.schemas import CandidateFunctions, FunctionNote
+
+if TYPE_CHECKING:
+    from prism_code.llm.runtime import LlamaSession  # loads llama.cpp's library: typing only
 
 TASK = ("You search a repository for the one function that [QUERY] describes. Add to the memory "
         "each function of [TEXT] that could be it, under its name as written in [TEXT], described "
@@ -126,6 +129,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--grammars", action="store_true",
                         help="compare typed, generic and no grammar instead of the encodings")
     args = parser.parse_args(argv)
+    from prism_code.llm.runtime import LlamaSession
+
     with tempfile.TemporaryDirectory() as cache:
         index = RepoIndex(args.path, cache_dir=Path(cache))
         session = LlamaSession.open(args.model, n_threads=args.threads)

@@ -17,9 +17,9 @@ import json
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
 
 from prism_code.index import RepoIndex
-from prism_code.llm.runtime import LlamaSession
 from prism_code.memory.accounting import Accounting
 from prism_code.memory.function_notes import DETERMINISTIC, LLM, file_order, notes_for
 from prism_code.memory.grammar import json_layout_grammar
@@ -28,6 +28,9 @@ from prism_code.memory.revisions import Rejected, Revision, Target, apply_all, p
 from prism_code.memory.schema import format_path, schema_source
 from prism_code.memory.schemas import FunctionNote, ModuleSummary, RepoSummary
 from prism_code.workspace import content_hash
+
+if TYPE_CHECKING:
+    from prism_code.llm.runtime import LlamaSession  # loads llama.cpp's library: typing only
 
 log = logging.getLogger(__name__)
 

@@ -23,11 +23,13 @@ import json
 import typing
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from prism_code.llm.runtime import LlamaSession
 from prism_code.memory.revisions import Revision
 from prism_code.memory.schema import fields_of, format_path, optional_inner, schema_source, walk_templates
+
+if TYPE_CHECKING:
+    from prism_code.llm.runtime import LlamaSession  # loads llama.cpp's library: typing only
 
 
 class Encoding(str, Enum):

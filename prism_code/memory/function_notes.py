@@ -33,20 +33,24 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from textwrap import dedent
+from typing import TYPE_CHECKING
 
 import networkx as nx
 
 from prism_code.embeddings import name_words
 from prism_code.fragments import Fragment
-from prism_code.graph import def_node
+from prism_code.graph import call_links, def_node
 from prism_code.index import RepoIndex
-from prism_code.llm.runtime import Generation, LlamaSession
+from prism_code.llm.types import Generation
 from prism_code.memory.accounting import Accounting
 from prism_code.memory.notes_store import NotesStore, function_hash
 from prism_code.memory.revisions import Applied, Revision, apply
 from prism_code.memory.schema import format_path, schema_source
 from prism_code.memory.schemas import FunctionMemory, FunctionNote
 from prism_code.parse import language_for_path
+
+if TYPE_CHECKING:
+    from prism_code.llm.runtime import LlamaSession  # loads llama.cpp's library: typing only
 
 log = logging.getLogger(__name__)
 
@@ -123,10 +127,6 @@ def signature_parts(signature: str) -> tuple[list[str], str]:
 
 def deterministic_note(index: RepoIndex, fragment: Fragment) -> FunctionNote:
     """A note from what the parse and the graph know, available before any model runs."""
-    # Hover owns the rule that tells a call edge from an import edge; memory must not be
-    # imported by hover at module level for this to stay acyclic, and it is not.
-    from prism_code.tasks.hover import call_links
-
     definition = index.definition(fragment.path, fragment.qualname)
     name = fragment.qualname.rsplit(".", 1)[-1]
     signature = definition.signature if definition else ""

@@ -13,9 +13,10 @@ import copy
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from prism_code.llm.runtime import LlamaSession, PrefillStats, common_prefix
 from prism_code.llm.state_cache import StateCache
+from prism_code.llm.types import PrefillStats, common_prefix
 from prism_code.memory.accounting import Accounting
 from prism_code.memory.encoding import Encoding, PromptBuilder
 from prism_code.memory.grammar import json_layout_grammar
@@ -28,6 +29,9 @@ from prism_code.memory.revisions import (
     parse_revisions,
     revision_json_schema,
 )
+
+if TYPE_CHECKING:
+    from prism_code.llm.runtime import LlamaSession  # loads llama.cpp's library: typing only
 
 log = logging.getLogger(__name__)
 

@@ -17,10 +17,12 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from textwrap import dedent
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from prism_code.llm.runtime import LlamaSession
 from prism_code.memory.schema import SchemaError, check_type, schema_source
+
+if TYPE_CHECKING:
+    from prism_code.llm.runtime import LlamaSession  # loads llama.cpp's library: typing only
 
 MAX_CLASSES = 12
 MAX_FIELDS = 30

@@ -21,8 +21,7 @@ from prism_code.memory.accounting import Accounting
 from prism_code.memory.function_notes import functions_in_order
 from prism_code.tasks.find_events import FindEvent, FindListener
 from prism_code.tasks.find_function import FoundFunction, FunctionSearch
-from prism_code.tasks.find_prism import answer_grammar, parse_answer
-from prism_code.tasks.find_strategies import FindOutcome
+from prism_code.tasks.find_outcome import FindOutcome, answer_grammar, parse_answer
 
 log = logging.getLogger(__name__)
 

@@ -26,9 +26,7 @@ is several times fewer prompt tokens.
 
 from __future__ import annotations
 
-import json
 import logging
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
@@ -39,7 +37,6 @@ from prism_code.llm.state_cache import StateCache
 from prism_code.memory.accounting import Accounting
 from prism_code.memory.encoding import Encoding
 from prism_code.memory.function_notes import notes_for
-from prism_code.memory.grammar import json_layout_grammar
 from prism_code.memory.notes_store import NotesStore
 from prism_code.memory.revisions import Target
 from prism_code.memory.runner import PassResult, StepProgress, run_pass
@@ -47,7 +44,7 @@ from prism_code.memory.schema import format_path
 from prism_code.memory.schemas import CandidateMatch, CandidateMatches
 from prism_code.tasks.find_events import FindEvent, FindListener
 from prism_code.tasks.find_function import FoundFunction, FunctionSearch
-from prism_code.tasks.find_strategies import FindOutcome
+from prism_code.tasks.find_outcome import FindOutcome, answer_grammar, parse_answer
 from prism_code.tasks.query_likelihood import (DEFAULT_DESCRIPTION_TOKENS, DEFAULT_LINES, DEFAULT_MARGIN, body_text,
                                               rerank)
 
@@ -124,28 +121,6 @@ def candidate_keys(found: list[FoundFunction]) -> list[str]:
     return [f.qualname if counts[f.qualname] == 1 else f"{f.path}:{f.qualname}" for f in found]
 
 
-def parse_answer(text: str, names: list[str]) -> str | None:
-    """The memory key the answer names, read tolerantly; None when it names none."""
-    value: object = None
-    try:
-        data = json.loads(text)
-        value = data.get("function") if isinstance(data, dict) else data
-    except (json.JSONDecodeError, ValueError):
-        match = re.search(r'"function"\s*:\s*"([^"]*)"', text)
-        value = match.group(1) if match else text
-    if not isinstance(value, str):
-        return None
-    value = value.strip().strip("`'\" ")
-    if value in names:
-        return value
-    # A bare name for a method or a path-qualified key: accept it when it is unambiguous.
-    tails = [n for n in names if n.rsplit(".", 1)[-1].rsplit(":", 1)[-1] == value.rsplit(".", 1)[-1]]
-    if len(tails) == 1:
-        return tails[0]
-    mentioned = [n for n in sorted(names, key=len, reverse=True) if re.search(rf"\b{re.escape(n)}\b", value)]
-    return mentioned[0] if len(mentioned) == 1 else None
-
-
 def fit_of(entry: object) -> int | None:
     """The fit a memory entry gives, or None when there is no entry (or no readable fit)."""
     if not isinstance(entry, dict):
@@ -170,11 +145,6 @@ def promotable(order: list[str], memory: dict, strong_fit: int = STRONG_FIT) -> 
         if fit is not None and fit >= strong_fit and (top_fit is None or fit > top_fit):
             out.append(key)
     return out
-
-
-def answer_grammar(names: list[str]):
-    return json_layout_grammar({"type": "object", "properties": {"function": {"enum": names}},
-                                "required": ["function"], "additionalProperties": False})
 
 
 def _describe(entry: dict | None) -> str:

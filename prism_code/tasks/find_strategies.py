@@ -9,31 +9,17 @@ retrieval path never loads llama.cpp.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from prism_code.tasks.find_events import FindEvent, FindListener
-from prism_code.tasks.find_function import FoundFunction, FunctionSearch
+from prism_code.tasks.find_function import FunctionSearch
+from prism_code.tasks.find_outcome import FindOutcome
 
 if TYPE_CHECKING:
     from prism_code.llm.runtime import LlamaSession
-    from prism_code.memory.accounting import Accounting
 
 STRATEGIES = ("retrieval", "prism", "wim", "long-context")
 MODEL_STRATEGIES = ("prism", "wim", "long-context")
-
-
-@dataclass
-class FindOutcome:
-    """What a find run produced, whatever the strategy."""
-
-    results: list[FoundFunction]  # best first; each carries a one-line `reason`
-    accounting: Accounting | None = None  # model tokens and time (None for retrieval)
-    stats: dict[str, Any] = field(default_factory=dict)  # strategy-specific numbers
-
-    def to_json(self) -> list[dict]:
-        """The CLI contract: the results only."""
-        return [r.to_json() for r in self.results]
 
 
 def run_find(strategy: str, search: FunctionSearch, description: str, *, top: int = 10,

@@ -9,8 +9,8 @@ the deterministic note made from the parse and the graph, and it says which. An 
 of a workspace module, or the first line of a file, shows the module's Chain-of-Key
 summary once one exists, else a summary made without the model.
 
-The memory modules are imported where they are used: they import the LLM runtime, which
-loads llama.cpp, and a process that only hovers should not pay for that at start-up.
+The memory modules are imported where they are used, not at start-up. They no longer
+load llama.cpp (what they share with the runtime is in prism_code.llm.types).
 
 Parsing and extracting a 5 MB buffer takes ~3 s, so the parsed text is kept
 (`ParsedBuffers`): hovers on an unchanged buffer parse it once, and an edited buffer is
@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 import tree_sitter
 from tree_sitter import Node
 
-from prism_code.graph import CALL_WEIGHT, CodeGraph, def_node, innermost_nodes, module_node
+from prism_code.graph import CodeGraph, call_links, def_node, innermost_nodes, is_call, module_node
 from prism_code.index import RepoIndex
 from prism_code.parse import language_for_path
 from prism_code.parse.calls import call_target
@@ -249,25 +249,6 @@ def summary(doc: str) -> str:
     return " ".join(paragraph.split())
 
 
-def call_links(graph: CodeGraph, node: str) -> tuple[set[str], set[str]]:
-    """(callers, callees) of a graph node: its call edges, told apart from import edges.
-
-    A call edge carries weight 0.8 from the calling file's links; an import edge has the
-    same weight, so an edge counts as a call only when the owning file really has a call
-    of that name on a line the caller owns, the rule the graph used to add it.
-    """
-    if node not in graph.g:
-        return set(), set()
-    tables: dict[str, list[str | None]] = {}
-    callers, callees = set(), set()
-    for other, data in graph.g[node].items():
-        if _calls(graph, other, node, data["owners"], tables):
-            callers.add(other)
-        if _calls(graph, node, other, data["owners"], tables):
-            callees.add(other)
-    return callers, callees
-
-
 # ---- parsed buffers -----------------------------------------------------------------------
 
 
@@ -484,38 +465,10 @@ def _resolve(graph: CodeGraph, pf: ParsedFile, ident: Node, name: str) -> str | 
     for source in (s for s in sources if s is not None and s in graph.g):
         targets = sorted(other for other, data in graph.g[source].items()
                          if graph.g.nodes[other].get("name") == name
-                         and _calls(graph, source, other, data["owners"], cache))
+                         and is_call(graph, source, other, data["owners"], cache))
         if targets:
             return targets[0]
     return None
-
-
-# ---- the graph ----------------------------------------------------------------------------
-
-
-def _links_owner(path: str) -> str:
-    return next(o for o in CodeGraph.owners_of([path], tree_changed=False) if o != path)
-
-
-def _calls(graph: CodeGraph, caller: str, callee: str, owners: dict[str, float],
-           tables: dict[str, list[str | None]]) -> bool:
-    """Whether the edge caller-callee is a call from `caller`'s file, on `caller`'s lines."""
-    path, name = graph.g.nodes[caller].get("path"), graph.g.nodes[callee].get("name")
-    if path is None or name is None or owners.get(_links_owner(path)) != CALL_WEIGHT:
-        return False
-    pf = graph.parsed.get(path)
-    if pf is None:
-        return False
-    if path not in tables:
-        tables[path] = innermost_nodes(pf)
-    return any(c.name == name and _line_owner(tables[path], c.line, path) == caller
-               for c in pf.calls)
-
-
-def _line_owner(table: list[str | None], line: int, path: str) -> str:
-    """The node a call on this line is attributed to: the graph's own rule."""
-    node = table[line] if 0 < line < len(table) else None
-    return node or module_node(path)
 
 
 def _describe_node(graph: CodeGraph, node: str) -> str:

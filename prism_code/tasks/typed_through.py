@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from prism_code.llm.backend import first_stop
+from prism_code.llm.types import first_stop
 from prism_code.tasks.fim import FimPrompt
 
 

@@ -16,10 +16,10 @@ function frame(message: object): string {
   return `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
 }
 
-/** The capabilities `python -m server` answers initialize with; the server is then shut down. */
+/** The capabilities `python -m prism_code.lsp` answers initialize with; the server is then shut down. */
 export function serverCapabilities(python: string, cwd: string, env: NodeJS.ProcessEnv): Promise<ServerCapabilities> {
   return new Promise((resolve, reject) => {
-    const child = spawn(python, ['-m', 'server'], { cwd, env, stdio: ['pipe', 'pipe', 'ignore'] });
+    const child = spawn(python, ['-m', 'prism_code.lsp'], { cwd, env, stdio: ['pipe', 'pipe', 'ignore'] });
     const timer = setTimeout(() => {
       child.kill();
       reject(new Error(`the server did not answer initialize within ${TIMEOUT_MS / 1000} s`));

@@ -1,6 +1,6 @@
 """`prism-code bench server`: how long requests wait while the language server indexes.
 
-The real server runs as a subprocess (`python -m server`) on stdio with a fresh cache,
+The real server runs as a subprocess (`python -m prism_code.lsp`) on stdio with a fresh cache,
 so it indexes the repository from nothing (parse, graph, relations, embeddings). A
 pygls client opens one file and, from `initialized` until the index's work-done
 progress ends, sends `prism.status` and `textDocument/hover` at a steady rate without
@@ -243,7 +243,7 @@ async def _measure(repo: Path, cache: Path, interval_s: float,
     target, row, column = pick_definition(repo)
     client = _Client()
     env = {**os.environ, "PRISM_CODE_CACHE_DIR": str(cache / "default")}
-    await client.start_io(sys.executable, "-m", "server", env=env)
+    await client.start_io(sys.executable, "-m", "prism_code.lsp", env=env)
     server = client._server  # noqa: SLF001 - pygls keeps the process there and nowhere else
     assert server is not None
     stderr: list[str] = []
@@ -347,7 +347,7 @@ def run(repo: Path, interval_s: float = INTERVAL_S, notes_file: Path | None = No
 
 
 def markdown(r: ServerLatency, command: str) -> str:
-    from prism_code.bench.report import table
+    from prism_bench.report import table
 
     rows = []
     for method in ("status", "hover"):
@@ -365,7 +365,7 @@ def markdown(r: ServerLatency, command: str) -> str:
     lines = [
         f"Command: `{command}`",
         "",
-        f"Repository {r.repo}, indexed from scratch by `python -m server` (completions and notes "
+        f"Repository {r.repo}, indexed from scratch by `python -m prism_code.lsp` (completions and notes "
         f"off, so no LLM is loaded) in {r.index_s:.1f} s (progress: {r.end_message}); `prism.status` "
         f"sent every {INTERVAL_S * 1000:.0f} ms and a hover on `{r.hovered}` every "
         f"{INTERVAL_S * HOVER_EVERY * 1000:.0f} ms while indexing ran, without waiting for answers; load "

@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 from itertools import zip_longest
 from pathlib import Path
 
-from prism_code.bench.machine_speed import MachineSpeed, measure
-from prism_code.bench.repoqa_data import Haystack, Needle
-from prism_code.bench.repoqa_retrieval import haystack_search
-from prism_code.bench.report import table
+from prism_bench.machine_speed import MachineSpeed, measure
+from prism_bench.repoqa_data import Haystack, Needle
+from prism_bench.repoqa_retrieval import haystack_search
+from prism_bench.report import table
 from prism_code.index import RepoIndex
 from prism_code.llm.runtime import LlamaSession
 from prism_code.llm.state_cache import StateCache
@@ -34,7 +34,7 @@ from prism_code.tasks.find_events import FindEvent
 from prism_code.tasks.find_function import FunctionSearch
 from prism_code.tasks.find_strategies import run_find
 
-BASELINES = Path(__file__).resolve().parents[2].parent / "shared" / "benchmarks" / "baselines.json"
+BASELINES = Path(__file__).resolve().parents[1].parent / "shared" / "benchmarks" / "baselines.json"
 VARIANTS = [(Encoding.IN_PLACE, True), (Encoding.IN_PLACE, False), (Encoding.AMENDMENTS, True),
             (Encoding.AMENDMENTS, False)]
 # PRISM paper (Gemini 1.5, all languages) Table 2 accuracy and Table 3 RepoQA rows, for the markdown.

@@ -33,15 +33,15 @@ from prism_code.store import default_cache_dir
 from prism_code.tasks.find_events import FindEvent
 from prism_code.tasks.find_strategies import MODEL_STRATEGIES
 from prism_code.tasks.hover import BUFFERS as HOVER_BUFFERS
-from server import commands, completion_items, heap, stdio
-from server.bridge import FIND_PROGRESS, NOTES_PROGRESS, ClientBridge, ClientLogHandler
-from server.completion_engine import CompletionEngine, CompletionRequest, last_code_position
-from server.model_host import ModelHost
-from server.notes_pass import NotesScheduler
-from server.protocol import CheckedProtocol
-from server.locations import cursor, lsp_lines, span_range, uri_path
-from server.settings import Settings, parse_settings
-from server.workspace_state import WorkspaceState
+from prism_code.lsp import commands, completion_items, heap, stdio
+from prism_code.lsp.bridge import FIND_PROGRESS, NOTES_PROGRESS, ClientBridge, ClientLogHandler
+from prism_code.lsp.completion_engine import CompletionEngine, CompletionRequest, last_code_position
+from prism_code.lsp.model_host import ModelHost
+from prism_code.lsp.notes_pass import NotesScheduler
+from prism_code.lsp.protocol import CheckedProtocol
+from prism_code.lsp.locations import cursor, lsp_lines, span_range, uri_path
+from prism_code.lsp.settings import Settings, parse_settings
+from prism_code.lsp.workspace_state import WorkspaceState
 
 if TYPE_CHECKING:
     from prism_code.tasks.complete import CompletionResult
@@ -193,8 +193,7 @@ def initialize(ls: PrismServer, params: types.InitializeParams) -> None:
     ls.notes = NotesScheduler(asyncio.get_running_loop(), ls.completions,
                               lambda title: bridge.progress(title, NOTES_PROGRESS), ls.open_paths)
     handler = ClientLogHandler(ls.bridge)
-    for name in ("prism_code", "server"):
-        logging.getLogger(name).addHandler(handler)
+    logging.getLogger("prism_code").addHandler(handler)
     ls.initialization_options = params.initialization_options
     ls.apply_settings(parse_settings(params.initialization_options))
 
@@ -513,14 +512,13 @@ def main(argv: list[str] | None = None) -> int:
     sys.stdout = sys.stderr
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    for name in ("prism_code", "server"):
-        logging.getLogger(name).setLevel(logging.DEBUG if args.verbose else logging.INFO)
+    logging.getLogger("prism_code").setLevel(logging.DEBUG if args.verbose else logging.INFO)
     if not args.verbose:
         # Every debounced edit rescans the workspace: its summary line would flood the log.
         logging.getLogger("prism_code.workspace").setLevel(logging.WARNING)
-    for name in ("pygls.protocol.json_rpc", "pygls.server", "server.stdio"):
+    for name in ("pygls.protocol.json_rpc", "pygls.server", "prism_code.lsp.stdio"):
         logging.getLogger(name).addFilter(_ClientMistakes())
-    # Hovers read notes through the memory modules, which load llama.cpp's library (~0.4 s).
+    # Hovers read notes through the memory modules (they no longer load llama.cpp's library).
     # Imported once requests flowed, they held the import lock the first hovers waited on
     # and competed for the GIL with the start of indexing: import them before serving.
     importlib.import_module("prism_code.memory.cok")

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from prism_code.bench.report import table
+from prism_bench.report import table
 from prism_code.index import RepoIndex
 from prism_code.llm import LlamaSession, StateCache
 from prism_code.memory.function_notes import NotesRun, run_notes

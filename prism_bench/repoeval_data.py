@@ -33,7 +33,7 @@ import platformdirs
 import tree_sitter
 from rapidfuzz.distance import Levenshtein
 
-from prism_code.bench.corpora import PURE_WHEEL, WheelTarget, fetch_and_extract
+from prism_bench.corpora import PURE_WHEEL, WheelTarget, fetch_and_extract
 from prism_code.graph import CALL_WEIGHT, CodeGraph, innermost_nodes, module_node
 from prism_code.parse.extract import extract
 from prism_code.parse.languages import grammar, parser

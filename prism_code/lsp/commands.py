@@ -10,9 +10,9 @@ from pygls.exceptions import JsonRpcInvalidParams
 from pygls.workspace.position_codec import PositionCodec
 
 from prism_code.config import MAX_FIND_TOP
-from server.locations import lines_range, path_uri
-from server.settings import FIND_STRATEGIES
-from server.workspace_state import Found
+from prism_code.lsp.locations import lines_range, path_uri
+from prism_code.lsp.settings import FIND_STRATEGIES
+from prism_code.lsp.workspace_state import Found
 
 FIND_FUNCTION = "prism.findFunction"
 REINDEX = "prism.reindex"

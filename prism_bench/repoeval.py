@@ -11,8 +11,8 @@ import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from prism_code.bench.machine_speed import MachineSpeed, measure
-from prism_code.bench.repoeval_data import (PROJECTS, CompletionTask, build_benchmark,
+from prism_bench.machine_speed import MachineSpeed, measure
+from prism_bench.repoeval_data import (PROJECTS, CompletionTask, build_benchmark,
                                             default_cache_dir, edit_similarity, exact_match,
                                             load_tasks, project_root)
 from prism_code.index import RepoIndex
@@ -195,7 +195,7 @@ def _pct(values: list[float], q: float) -> float:
 
 
 def markdown(r: RepoEvalResult, command: str) -> str:
-    from prism_code.bench.report import table
+    from prism_bench.report import table
 
     rows = []
     for mode, s in r.scores.items():
@@ -246,7 +246,7 @@ def _keystroke_line(r: RepoEvalResult) -> str:
 
 
 def chart(r: RepoEvalResult, path: Path) -> Path:
-    from prism_code.bench.charts import grouped_bars
+    from prism_bench.charts import grouped_bars
 
     modes = list(r.scores)
     return grouped_bars(path, f"RepoEval-style completion, {r.model} ({r.tasks} tasks)", modes,

@@ -12,10 +12,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import prism_code
 from prism_code.llm.runtime import LlamaSession
 
-# Fixed text, so every run measures the same tokens: this package's own source.
-_SAMPLE = Path(__file__).resolve().parents[1] / "tasks" / "find_prism.py"
+# Fixed text, so every run measures the same tokens: the library's own source.
+_SAMPLE = Path(prism_code.__file__).resolve().parent / "tasks" / "find_prism.py"
 
 
 @dataclass(frozen=True)

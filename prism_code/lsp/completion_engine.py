@@ -31,10 +31,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from server.completion_stats import CompletionStats, Debounce
+from prism_code.lsp.completion_stats import CompletionStats, Debounce
 from prism_code.llm.cpu_load import CpuMeter
-from server.model_host import ModelHost
-from server.workspace_state import WorkspaceState
+from prism_code.lsp.model_host import ModelHost
+from prism_code.lsp.workspace_state import WorkspaceState
 
 if TYPE_CHECKING:  # the completion library loads llama.cpp: only the model thread imports it
     from prism_code.llm.runtime import LlamaSession

@@ -28,7 +28,7 @@ from pygls.exceptions import (JsonRpcException, JsonRpcInvalidParams, JsonRpcInv
 from pygls.protocol.json_rpc import RPCRequest
 from pygls.protocol.language_server import lsp_method
 
-from server.cancellation import CancellableProtocol
+from prism_code.lsp.cancellation import CancellableProtocol
 
 log = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from prism_code.bench.report import command_line, write_section
+from prism_bench.report import command_line, write_section
 from prism_code.cli_args import bounded_int, non_empty_path
 from prism_code.config import THREADS_RANGE
 
@@ -61,11 +61,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     command = command_line()
     if args.write:
-        from prism_code.bench.charts import require_matplotlib
+        from prism_bench.charts import require_matplotlib
 
         require_matplotlib()  # a benchmark can run for an hour; its chart must not fail at the end
     if args.bench == "repoqa":
-        from prism_code.bench import repoqa_data, repoqa_retrieval
+        from prism_bench import repoqa_data, repoqa_retrieval
         from prism_code.retrieval.dense import Embedder
 
         haystacks = repoqa_data.load_haystacks(cache_dir=args.cache_dir)
@@ -81,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
             png = repoqa_retrieval.chart(result, args.write.parent / "images" / "repoqa-retrieval.png")
             body += f"\n\n![RepoQA retrieval](images/{png.name})"
     elif args.bench == "repoeval":
-        from prism_code.bench import repoeval
+        from prism_bench import repoeval
 
         modes = args.modes or list(repoeval.MODES)
         unknown = set(modes) - set(repoeval.MODES)
@@ -94,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
             png = repoeval.chart(result, args.write.parent / "images" / f"repoeval-{args.model}.png")
             body += f"\n\n![RepoEval {args.model}](images/{png.name})"
     elif args.bench == "notes":
-        from prism_code.bench import notes_speed, repoqa_data
+        from prism_bench import notes_speed, repoqa_data
 
         path = args.path or next(h.root for h in repoqa_data.load_haystacks()
                                  if h.package == "marshmallow")
@@ -102,14 +102,14 @@ def run(args: argparse.Namespace) -> int:
         body = notes_speed.markdown(result, command)
         section = f"notes-{args.model}"
     elif args.bench == "server":
-        from prism_code.bench import corpora, server_latency
+        from prism_bench import corpora, server_latency
 
         result = server_latency.run(args.path or corpora.materialise_corpus(),
                                     notes_file=args.notes_file)
         body = server_latency.markdown(result, command)
         section = "server-latency"
     else:
-        from prism_code.bench import corpora, index_speed
+        from prism_bench import corpora, index_speed
 
         path = args.path or corpora.materialise_corpus()
         result = index_speed.run(path, edits=args.edits, embeddings=not args.no_embeddings)
@@ -122,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _repoqa_strategy(args: argparse.Namespace, haystacks, index_cache: Path, command: str) -> int:
-    from prism_code.bench import repoqa_strategies
+    from prism_bench import repoqa_strategies
 
     if args.view_tokens:
         body = f"Command: `{command}`\n\n" + repoqa_strategies.view_tokens(haystacks, index_cache, args.model,
@@ -132,7 +132,7 @@ def _repoqa_strategy(args: argparse.Namespace, haystacks, index_cache: Path, com
             write_section(args.write, "repoqa-prism-view-tokens", body)
         return 0
     if args.strategy == "wim":
-        from prism_code.bench import repoqa_wim
+        from prism_bench import repoqa_wim
 
         wim = repoqa_wim.run_wim_bench(haystacks, index_cache, limit=args.limit or 20, model=args.model,
                                        threads=args.threads)

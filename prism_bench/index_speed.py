@@ -131,7 +131,7 @@ def _p50_p95(values: list[float]) -> str:
 
 
 def markdown(r: IndexSpeed, name: str, command: str) -> str:
-    from prism_code.bench.report import table
+    from prism_bench.report import table
 
     seen = [a + b for a, b in zip(r.edit_ms, r.edit_search_ms)]
     rows = [

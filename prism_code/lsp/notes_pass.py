@@ -26,8 +26,8 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
-from server.completion_engine import CompletionEngine
-from server.workspace_state import ProgressSink, WorkspaceState
+from prism_code.lsp.completion_engine import CompletionEngine
+from prism_code.lsp.workspace_state import ProgressSink, WorkspaceState
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from prism_code.bench.repoqa_data import Haystack, recall_metrics
+from prism_bench.repoqa_data import Haystack, recall_metrics
 from prism_code.embeddings import VectorCache
 from prism_code.index import RepoIndex
 from prism_code.memory.notes_store import llm_note_texts
@@ -97,7 +97,7 @@ def run(haystacks: list[Haystack], cache_dir: Path, embedder: Embedder) -> RepoQ
 
 
 def markdown(result: RepoQAResult, command: str) -> str:
-    from prism_code.bench.report import table
+    from prism_bench.report import table
 
     rows = []
     for label, _, _ in SCORERS:
@@ -135,7 +135,7 @@ def markdown(result: RepoQAResult, command: str) -> str:
 
 
 def chart(result: RepoQAResult, path: Path) -> Path:
-    from prism_code.bench.charts import grouped_bars
+    from prism_bench.charts import grouped_bars
 
     labels = [label for label, _, _ in SCORERS]
     metrics = [recall_metrics(result.ranks[label]) for label in labels]

@@ -39,8 +39,8 @@ from prism_code.tasks.find_function import FoundFunction, FunctionSearch
 from prism_code.tasks.find_strategies import run_find
 from prism_code.tasks.hover import HoverNote, ModuleHover, hover_at
 
-from server import heap
-from server.settings import Settings
+from prism_code.lsp import heap
+from prism_code.lsp.settings import Settings
 
 if TYPE_CHECKING:  # llama.cpp loads on the model thread, not at import
     from prism_code.llm.runtime import LlamaSession

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from prism_code.bench.machine_speed import MachineSpeed, measure
-from prism_code.bench.repoqa_data import Haystack, Needle
-from prism_code.bench.repoqa_retrieval import haystack_search
+from prism_bench.machine_speed import MachineSpeed, measure
+from prism_bench.repoqa_data import Haystack, Needle
+from prism_bench.repoqa_retrieval import haystack_search
 from prism_code.retrieval.dense import Embedder
 
 if TYPE_CHECKING:
@@ -146,7 +146,7 @@ def run_wim_bench(haystacks: list[Haystack], index_cache: Path, limit: int = 20,
 
 
 def markdown(result: WimBenchResult, command: str) -> str:
-    from prism_code.bench.report import table
+    from prism_bench.report import table
 
     s = result.summary()
     load = ", ".join(f"{x:.2f}" for x in result.load_average)

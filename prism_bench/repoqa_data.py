@@ -15,10 +15,10 @@ from pathlib import Path
 
 import platformdirs
 
-from prism_code.bench.corpora import fetch_and_extract
+from prism_bench.corpora import fetch_and_extract
 
 # Only meaningful in a source checkout: benchmark data is not shipped inside the package.
-DEFAULT_DATA_DIR = Path(__file__).resolve().parents[2] / "benchmarks" / "repoqa"
+DEFAULT_DATA_DIR = Path(__file__).resolve().parents[1] / "benchmarks" / "repoqa"
 
 
 def default_cache_dir() -> Path:

@@ -1,0 +1,58 @@
+"""What every find strategy returns, and the answer helpers the model strategies share.
+
+Below the strategies (find_prism, find_wim, find_long_context) and their entry point
+(find_strategies): each imports from here, none from another strategy.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from prism_code.memory.grammar import json_layout_grammar
+from prism_code.tasks.find_function import FoundFunction
+
+if TYPE_CHECKING:
+    from prism_code.memory.accounting import Accounting
+
+
+@dataclass
+class FindOutcome:
+    """What a find run produced, whatever the strategy."""
+
+    results: list[FoundFunction]  # best first; each carries a one-line `reason`
+    accounting: Accounting | None = None  # model tokens and time (None for retrieval)
+    stats: dict[str, Any] = field(default_factory=dict)  # strategy-specific numbers
+
+    def to_json(self) -> list[dict]:
+        """The CLI contract: the results only."""
+        return [r.to_json() for r in self.results]
+
+
+def parse_answer(text: str, names: list[str]) -> str | None:
+    """The memory key the answer names, read tolerantly; None when it names none."""
+    value: object = None
+    try:
+        data = json.loads(text)
+        value = data.get("function") if isinstance(data, dict) else data
+    except (json.JSONDecodeError, ValueError):
+        match = re.search(r'"function"\s*:\s*"([^"]*)"', text)
+        value = match.group(1) if match else text
+    if not isinstance(value, str):
+        return None
+    value = value.strip().strip("`'\" ")
+    if value in names:
+        return value
+    # A bare name for a method or a path-qualified key: accept it when it is unambiguous.
+    tails = [n for n in names if n.rsplit(".", 1)[-1].rsplit(":", 1)[-1] == value.rsplit(".", 1)[-1]]
+    if len(tails) == 1:
+        return tails[0]
+    mentioned = [n for n in sorted(names, key=len, reverse=True) if re.search(rf"\b{re.escape(n)}\b", value)]
+    return mentioned[0] if len(mentioned) == 1 else None
+
+
+def answer_grammar(names: list[str]):
+    return json_layout_grammar({"type": "object", "properties": {"function": {"enum": names}},
+                                "required": ["function"], "additionalProperties": False})
