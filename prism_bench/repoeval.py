@@ -12,9 +12,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from prism_bench.machine_speed import MachineSpeed, measure
-from prism_bench.repoeval_data import (PROJECTS, CompletionTask, build_benchmark,
-                                            default_cache_dir, edit_similarity, exact_match,
-                                            load_tasks, project_root)
+from prism_bench.repoeval_data import (
+    PROJECTS,
+    CompletionTask,
+    build_benchmark,
+    default_cache_dir,
+    edit_similarity,
+    exact_match,
+    load_tasks,
+    project_root,
+)
 from prism_code.index import RepoIndex
 from prism_code.llm import LlamaSession, StateCache
 from prism_code.tasks.complete import Completer, CompletionResult, CompletionSettings

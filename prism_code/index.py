@@ -42,8 +42,16 @@ from prism_code.parse import language_for_path, parse_source
 from prism_code.parse.model import Definition, ParsedFile
 from prism_code.relations import StrengthTable, ranked_batches, split_rows
 from prism_code.store import IndexBusy, StaleIndex, Store, is_damage, workspace_db_path
-from prism_code.workspace import (FileState, LoadedFile, ScanDiff, ScannedFile, content_hash,
-                                  diff_scan, resolve_workspace, scan)
+from prism_code.workspace import (
+    FileState,
+    LoadedFile,
+    ScanDiff,
+    ScannedFile,
+    content_hash,
+    diff_scan,
+    resolve_workspace,
+    scan,
+)
 
 log = logging.getLogger(__name__)
 

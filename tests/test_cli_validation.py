@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from prism_code import cli
 from prism_bench import cli as bench_cli
+from prism_code import cli
 
 FIXTURES = Path(__file__).parent / "fixtures"
 ESC_NAME = "evil\x1b[31m\nname.py"  # an escape sequence and a newline in a file name

@@ -10,7 +10,15 @@ import pytest
 
 from prism_code.index import RepoIndex
 from prism_code.tasks.find_function import FunctionSearch
-from prism_code.tasks.find_prism import STRONG_FIT, Candidate, _ranked, candidate_keys, fit_of, parse_answer, promotable
+from prism_code.tasks.find_prism import (
+    STRONG_FIT,
+    Candidate,
+    _ranked,
+    candidate_keys,
+    fit_of,
+    parse_answer,
+    promotable,
+)
 from prism_code.tasks.find_strategies import FindOutcome, run_find
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -26,12 +26,12 @@ import pytest
 
 pytest.importorskip("llama_cpp")
 
-from prism_code.index import RepoIndex  # noqa: E402
-from prism_code.llm import models  # noqa: E402
-from prism_code.llm.remote import RemoteError, RemoteSession, RemoteSettings  # noqa: E402
-from prism_code.llm.runtime import json_grammar  # noqa: E402
-from prism_code.tasks.complete import Completer  # noqa: E402
-from prism_code.tasks.fim import STOP_MARKERS, FimBudget, build_prompt  # noqa: E402
+from prism_code.index import RepoIndex
+from prism_code.llm import models
+from prism_code.llm.remote import RemoteError, RemoteSession, RemoteSettings
+from prism_code.llm.runtime import json_grammar
+from prism_code.tasks.complete import Completer
+from prism_code.tasks.fim import STOP_MARKERS, FimBudget, build_prompt
 
 pytestmark = pytest.mark.model
 

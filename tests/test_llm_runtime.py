@@ -11,9 +11,9 @@ import pytest
 
 pytest.importorskip("llama_cpp")
 
-from prism_code.llm import models  # noqa: E402
-from prism_code.llm.runtime import LlamaSession, json_grammar  # noqa: E402
-from prism_code.llm.state_cache import StateCache  # noqa: E402
+from prism_code.llm import models
+from prism_code.llm.runtime import LlamaSession, json_grammar
+from prism_code.llm.state_cache import StateCache
 
 pytestmark = pytest.mark.model
 

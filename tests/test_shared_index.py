@@ -20,13 +20,13 @@ from pathlib import Path
 
 import pytest
 from lsprotocol import types
+from test_index import bump_mtime, fresh_snapshot, snapshot
+from test_server import command, find, hover, open_file, position_of, start_server, stop_server
 
 from prism_code.cancel import Cancelled
 from prism_code.index import RepoIndex
 from prism_code.store import IndexBusy, workspace_db_path
 from prism_code.tasks.find_function import FunctionSearch
-from test_index import bump_mtime, fresh_snapshot, snapshot
-from test_server import command, find, hover, open_file, position_of, start_server, stop_server
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).parent / "fixtures"

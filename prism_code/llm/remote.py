@@ -30,8 +30,16 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from .json_http import JsonHttpClient, RemoteError, RequestCancelled, error_message
 from .models import DEFAULT_MODEL, MODELS, ensure_model, file_sha256
-from .types import (Cancelled, ContextOverflow, Generation, GenerationStats, PrefillStats,
-                    SessionCounters, common_prefix, first_stop)
+from .types import (
+    Cancelled,
+    ContextOverflow,
+    Generation,
+    GenerationStats,
+    PrefillStats,
+    SessionCounters,
+    common_prefix,
+    first_stop,
+)
 
 if TYPE_CHECKING:
     import llama_cpp

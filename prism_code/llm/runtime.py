@@ -15,17 +15,25 @@ import logging
 import threading
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
 from pathlib import Path
 
 import llama_cpp
 import numpy as np
 from llama_cpp import _internals
 
-from .types import (Cancelled, ContextOverflow, Generation, GenerationStats, PrefillStats, Scored,
-                    SessionCounters, common_prefix, first_stop)
-from .vocab import Vocabulary
 from .models import DEFAULT_MODEL, MODELS, Progress, ensure_model, file_sha256
+from .types import (
+    Cancelled,
+    ContextOverflow,
+    Generation,
+    GenerationStats,
+    PrefillStats,
+    Scored,
+    SessionCounters,
+    common_prefix,
+    first_stop,
+)
+from .vocab import Vocabulary
 
 log = logging.getLogger(__name__)
 

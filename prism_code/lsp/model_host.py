@@ -15,8 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from prism_code.llm.models import DEFAULT_MODEL, ModelError, ModelNotInstalled
 from prism_code.llm.cpu_load import cores
+from prism_code.llm.models import DEFAULT_MODEL, ModelError, ModelNotInstalled
 
 if TYPE_CHECKING:  # importing the runtime loads llama.cpp: only the model thread does that
     from prism_code.llm.runtime import LlamaSession

@@ -23,8 +23,7 @@ from typing import Any
 from cattrs.errors import ClassValidationError
 from cattrs.v import format_exception, transform_error
 from lsprotocol import types
-from pygls.exceptions import (JsonRpcException, JsonRpcInvalidParams, JsonRpcInvalidRequest,
-                              JsonRpcParseError)
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcInvalidRequest, JsonRpcParseError
 from pygls.protocol.json_rpc import RPCRequest
 from pygls.protocol.language_server import lsp_method
 

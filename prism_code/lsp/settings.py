@@ -10,7 +10,6 @@ are accepted, optionally under a `prism` section.
 from __future__ import annotations
 
 import re
-from prism_code.tasks.find_strategies import STRATEGIES
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any
 from prism_code.config import FRAGREL_ALPHA_RANGE, THREADS_RANGE
 from prism_code.llm.models import MODELS
 from prism_code.tasks.find_function import DEFAULT_FIND_ALPHA
+from prism_code.tasks.find_strategies import STRATEGIES
 
 # Strategies that exist now; prism, wim and long-context arrive with the PRISM issue.
 FIND_STRATEGIES = STRATEGIES

@@ -23,8 +23,15 @@ from prism_code.llm.gbnf import starts_with
 from prism_code.llm.runtime import GenerationStats, LlamaSession, common_prefix
 from prism_code.llm.state_cache import StateCache
 from prism_code.retrieval.windows import RetrievedWindow, WindowRetriever
-from prism_code.tasks.fim import (STOP_MARKERS, FimBudget, FimPrompt, build_prompt,
-                                  finish_completion, split_at_cursor, wants_block)
+from prism_code.tasks.fim import (
+    STOP_MARKERS,
+    FimBudget,
+    FimPrompt,
+    build_prompt,
+    finish_completion,
+    split_at_cursor,
+    wants_block,
+)
 from prism_code.tasks.typed_through import Suggestion, follow, remember
 
 log = logging.getLogger(__name__)

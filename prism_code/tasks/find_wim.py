@@ -56,8 +56,13 @@ from prism_code.memory.accounting import Accounting
 from prism_code.tasks.find_events import FindEvent, FindListener
 from prism_code.tasks.find_function import FoundFunction, FunctionSearch
 from prism_code.tasks.find_outcome import FindOutcome
-from prism_code.tasks.query_likelihood import (DEFAULT_DESCRIPTION_TOKENS, DEFAULT_LINES, DEFAULT_MARGIN, body_text,
-                                              rerank)
+from prism_code.tasks.query_likelihood import (
+    DEFAULT_DESCRIPTION_TOKENS,
+    DEFAULT_LINES,
+    DEFAULT_MARGIN,
+    body_text,
+    rerank,
+)
 
 log = logging.getLogger(__name__)
 
