@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-import platformdirs
+from prism_code.config import cache_root
 
 MARKER_SUFFIX = ".complete.json"
 
@@ -99,7 +99,7 @@ class DownloadError(RuntimeError):
 
 
 def default_cache_dir() -> Path:
-    return Path(platformdirs.user_cache_dir("prism-code")) / "bench" / "corpora"
+    return cache_root() / "bench" / "corpora"
 
 
 def is_pure_wheel(filename: str) -> bool:

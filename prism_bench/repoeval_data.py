@@ -29,11 +29,11 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
 
-import platformdirs
 import tree_sitter
 from rapidfuzz.distance import Levenshtein
 
 from prism_bench.corpora import PURE_WHEEL, WheelTarget, fetch_and_extract
+from prism_code.config import cache_root
 from prism_code.graph import CALL_WEIGHT, CodeGraph, innermost_nodes, module_node
 from prism_code.parse.extract import extract
 from prism_code.parse.languages import grammar, parser
@@ -108,7 +108,7 @@ PROJECTS: tuple[ProjectSpec, ...] = (
 
 
 def default_cache_dir() -> Path:
-    return Path(platformdirs.user_cache_dir("prism-code")) / "bench" / "repoeval"
+    return cache_root() / "bench" / "repoeval"
 
 
 def _keeps(spec: ProjectSpec):

@@ -13,16 +13,15 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import platformdirs
-
 from prism_bench.corpora import fetch_and_extract
+from prism_code.config import cache_root
 
 # Only meaningful in a source checkout: benchmark data is not shipped inside the package.
 DEFAULT_DATA_DIR = Path(__file__).resolve().parents[1] / "benchmarks" / "repoqa"
 
 
 def default_cache_dir() -> Path:
-    return Path(platformdirs.user_cache_dir("prism-code")) / "bench" / "repoqa"
+    return cache_root() / "bench" / "repoqa"
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
+from pathlib import Path
+
+import platformdirs
 
 DEFAULT_MAX_FILE_BYTES = 1 << 20
 
@@ -11,6 +15,18 @@ DEFAULT_MAX_FILE_BYTES = 1 << 20
 MAX_FIND_TOP = 1000  # results of one find: 1..MAX_FIND_TOP
 FRAGREL_ALPHA_RANGE = (0.0, 10.0)  # the FragRel weight; 0 is the vanilla retriever
 THREADS_RANGE = (1, 256)  # llama.cpp CPU threads
+
+CACHE_DIR_ENV = "PRISM_CODE_CACHE_DIR"
+
+
+def cache_root() -> Path:
+    """Where everything prism-code caches goes: $PRISM_CODE_CACHE_DIR, else the user cache.
+
+    The index databases, the models, the KV state files and the benchmarks' data all live
+    under it, so the one variable moves all of them.
+    """
+    override = os.environ.get(CACHE_DIR_ENV)
+    return Path(override) if override else Path(platformdirs.user_cache_dir("prism-code"))
 
 
 @dataclass

@@ -34,7 +34,6 @@ from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
-import platformdirs
 
 try:
     import fcntl
@@ -42,6 +41,7 @@ except ImportError:  # not POSIX: writers go unserialised, the generation check 
     fcntl = None
 
 from prism_code.cancel import Cancelled
+from prism_code.config import cache_root
 from prism_code.fragments import Fragment
 from prism_code.parse.model import CallSite, Definition, Import, ParsedFile
 from prism_code.workspace import FileState
@@ -253,16 +253,11 @@ class FileLock:
         return f"process {pid}" if pid.isdigit() else "another process"
 
 
-def default_cache_dir() -> Path:
-    override = os.environ.get("PRISM_CODE_CACHE_DIR")
-    return Path(override) if override else Path(platformdirs.user_cache_dir("prism-code"))
-
-
 def workspace_db_path(root: Path, cache_dir: Path | None = None) -> Path:
     """One database per workspace, outside the repository, named after its real path."""
     real = str(root.resolve())
     digest = hashlib.blake2b(real.encode(), digest_size=8).hexdigest()
-    return (cache_dir or default_cache_dir()) / "workspaces" / f"{root.resolve().name}-{digest}" / "index.sqlite"
+    return (cache_dir or cache_root()) / "workspaces" / f"{root.resolve().name}-{digest}" / "index.sqlite"
 
 
 def parsed_to_json(pf: ParsedFile) -> str:

@@ -23,9 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import platformdirs
-
 from prism_code.atomic import atomic_write
+from prism_code.config import cache_root
 
 log = logging.getLogger(__name__)
 
@@ -118,7 +117,7 @@ class ChecksumMismatch(ModelError):
 
 
 def default_cache_dir() -> Path:
-    return Path(platformdirs.user_cache_dir("prism-code")) / "models"
+    return cache_root() / "models"
 
 
 def get_spec(name: str) -> ModelSpec:

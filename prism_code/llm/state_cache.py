@@ -23,9 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import platformdirs
-
 from prism_code.atomic import atomic_write
+from prism_code.config import cache_root
 
 from .types import common_prefix
 
@@ -41,7 +40,7 @@ _STALE_TMP_S = 3600
 
 
 def default_state_dir() -> Path:
-    return Path(platformdirs.user_cache_dir("prism-code")) / "kv-states"
+    return cache_root() / "kv-states"
 
 
 def prefix_key(tokens: Sequence[int]) -> str:

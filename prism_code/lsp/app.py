@@ -27,21 +27,21 @@ from pygls.exceptions import JsonRpcInternalError, JsonRpcInvalidParams, JsonRpc
 from pygls.lsp.server import LanguageServer
 
 from prism_code.cancel import Cancelled
-from prism_code.parse.languages import EXTENSION_LANGUAGES, language_for_path
-from prism_code.retrieval.dense import ModelUnavailable
-from prism_code.store import default_cache_dir
-from prism_code.tasks.find_events import FindEvent
-from prism_code.tasks.find_strategies import MODEL_STRATEGIES
-from prism_code.tasks.hover import BUFFERS as HOVER_BUFFERS
+from prism_code.config import cache_root
 from prism_code.lsp import commands, completion_items, heap, stdio
 from prism_code.lsp.bridge import FIND_PROGRESS, NOTES_PROGRESS, ClientBridge, ClientLogHandler
 from prism_code.lsp.completion_engine import CompletionEngine, CompletionRequest, last_code_position
+from prism_code.lsp.locations import cursor, lsp_lines, span_range, uri_path
 from prism_code.lsp.model_host import ModelHost
 from prism_code.lsp.notes_pass import NotesScheduler
 from prism_code.lsp.protocol import CheckedProtocol
-from prism_code.lsp.locations import cursor, lsp_lines, span_range, uri_path
 from prism_code.lsp.settings import Settings, parse_settings
 from prism_code.lsp.workspace_state import WorkspaceState
+from prism_code.parse.languages import EXTENSION_LANGUAGES, language_for_path
+from prism_code.retrieval.dense import ModelUnavailable
+from prism_code.tasks.find_events import FindEvent
+from prism_code.tasks.find_strategies import MODEL_STRATEGIES
+from prism_code.tasks.hover import BUFFERS as HOVER_BUFFERS
 
 if TYPE_CHECKING:
     from prism_code.tasks.complete import CompletionResult
@@ -110,7 +110,7 @@ class PrismServer(LanguageServer):
         if self.completions is not None:
             self.completions.configure(settings.model_path, settings.threads,
                                        settings.completion_max_lines,
-                                       (settings.cache_dir or default_cache_dir()) / "kv-states")
+                                       (settings.cache_dir or cache_root()) / "kv-states")
         if self.notes is not None:
             self.notes.configure(settings.notes_enabled, list(self.states.values()))
 
@@ -223,7 +223,7 @@ async def watch_files(ls: PrismServer) -> None:
         await ls.client_register_capability_async(types.RegistrationParams(registrations=[
             types.Registration(id="prism-watch", method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
                                register_options=options)]))
-    except Exception as exc:  # noqa: BLE001 - edits in the editor are still seen
+    except Exception as exc:
         log.info("the client would not watch files for us (%s): external edits are seen "
                  "on the next reindex", exc)
 

@@ -27,20 +27,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from prism_code.cancel import Cancelled
-from prism_code.config import IndexConfig
+from prism_code.config import IndexConfig, cache_root
 from prism_code.embeddings import VectorCache
 from prism_code.index import RepoIndex
+from prism_code.lsp import heap
+from prism_code.lsp.settings import Settings
 from prism_code.memory.notes_store import NotesStore, llm_note_texts
 from prism_code.parse import language_for_path
 from prism_code.retrieval.dense import Embedder, ModelUnavailable
-from prism_code.store import CacheDirError, IndexBusy, default_cache_dir, is_damage
+from prism_code.store import CacheDirError, IndexBusy, is_damage
 from prism_code.tasks.find_events import FindListener
 from prism_code.tasks.find_function import FoundFunction, FunctionSearch
 from prism_code.tasks.find_strategies import run_find
 from prism_code.tasks.hover import HoverNote, ModuleHover, hover_at
-
-from prism_code.lsp import heap
-from prism_code.lsp.settings import Settings
 
 if TYPE_CHECKING:  # llama.cpp loads on the model thread, not at import
     from prism_code.llm.runtime import LlamaSession
@@ -279,7 +278,7 @@ class WorkspaceState:
     def status(self) -> dict:
         index = self.index
         functions = 0 if index is None else index.function_count
-        cache = self.settings.cache_dir or default_cache_dir()
+        cache = self.settings.cache_dir or cache_root()
         done, total = self.embedded
         # Paused between jobs, the worker itself has nothing to say: the flag does.
         state = PAUSED if self._paused and self.state in (IDLE, PAUSED) else self.state
@@ -381,7 +380,7 @@ class WorkspaceState:
             else:
                 log.exception("%s: indexing failed", self.root.name)
             progress.end(f"indexing failed: {exc}")
-        except Exception as exc:  # noqa: BLE001 - the worker must survive to retry later
+        except Exception as exc:
             self.state, self.error = FAILED, f"{type(exc).__name__}: {exc}"
             log.exception("%s: indexing failed", self.root.name)
             progress.end(f"indexing failed: {exc}")
@@ -389,7 +388,7 @@ class WorkspaceState:
     def _recover(self, damage: sqlite3.DatabaseError) -> None:
         try:
             self.index.recover(damage, timeout=WRITE_LOCK_WAIT_S)
-        except Exception as exc:  # noqa: BLE001 - reported; the next update tries again
+        except Exception as exc:
             log.error("%s: the index database is damaged and could not be replaced: %s",
                       self.root.name, exc)
             return
@@ -462,7 +461,7 @@ def _release_memory() -> None:
 
 def count_notes(index: RepoIndex, store: NotesStore) -> tuple[int, int]:
     """(functions whose model note matches their current text, all functions)."""
-    from prism_code.memory.function_notes import function_hash
+    from prism_code.memory.notes_store import function_hash
 
     stored = store.hashes()
     functions = index.functions()
