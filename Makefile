@@ -1,4 +1,4 @@
-.PHONY: setup demo test extension e2e
+.PHONY: setup demo test lint extension e2e
 
 setup:
 	./scripts/setup.sh
@@ -8,6 +8,18 @@ demo: setup
 
 test: setup
 	.venv/bin/python -m pytest -q
+
+# Static checks (docs/decisions.md, "Checks in CI"): ruff and mypy from the venv, eslint and
+# tsc --noEmit from node_modules (npm ci when it is missing or package-lock.json changed).
+lint: setup node_modules/.prism-lint-stamp
+	.venv/bin/ruff check prism_code prism_bench tests scripts
+	.venv/bin/mypy
+	npx --no-install eslint extension/src tests/e2e
+	npx --no-install tsc -p ./ --noEmit
+
+node_modules/.prism-lint-stamp: package-lock.json
+	npm ci --no-audit --no-fund
+	touch $@
 
 # The VS Code extension: out/extension.js and out/prism-code.vsix (package compiles first).
 extension:
