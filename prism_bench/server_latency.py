@@ -244,7 +244,7 @@ async def _measure(repo: Path, cache: Path, interval_s: float,
     client = _Client()
     env = {**os.environ, "PRISM_CODE_CACHE_DIR": str(cache / "default")}
     await client.start_io(sys.executable, "-m", "prism_code.lsp", env=env)
-    server = client._server
+    server = client._server  # pygls keeps the process there and nowhere else
     assert server is not None
     stderr: list[str] = []
     drain = asyncio.create_task(_drain(server.stderr, stderr))
@@ -276,7 +276,7 @@ async def _measure(repo: Path, cache: Path, interval_s: float,
             stage, sent = client.stage, time.monotonic()
             try:
                 answer = await request
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - an error answer is still an answer
                 client.messages.append(f"{method} failed: {exc}")
                 answer = None
             if method == "status" and client.index_end is not None and _complete(answer):

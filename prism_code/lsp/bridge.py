@@ -89,7 +89,7 @@ class WorkDoneProgress:
             future = asyncio.run_coroutine_threadsafe(progress.create_async(self.token),
                                                       self.bridge.loop)
             future.result(CREATE_TIMEOUT_S)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - progress is optional: work goes on without it
             log.info("the client did not accept progress token %s (%s): no progress shown",
                      self.token, exc)
             return
@@ -125,5 +125,5 @@ class ClientLogHandler(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         try:
             self.bridge.log(record.levelno, self.format(record))
-        except Exception:
+        except Exception:  # noqa: BLE001 - logging must never raise
             self.handleError(record)
