@@ -1,4 +1,9 @@
-"""Cooperative cancellation shared by long-running jobs (embedding, indexing)."""
+"""Cooperative cancellation shared by long-running jobs (embedding, indexing, model calls)."""
+
+from collections.abc import Callable
+
+# A job polls one of these; True asks it to stop (it raises Cancelled, or returns early).
+CancelCheck = Callable[[], bool]
 
 
 class Cancelled(Exception):

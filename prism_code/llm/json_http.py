@@ -14,16 +14,16 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Generator, Iterator
 from typing import Any, Literal
 from urllib.parse import urlsplit
+
+from prism_code.cancel import CancelCheck
 
 from .backend import BackendError
 
 POLL_S = 0.02  # how often a request checks `cancelled()` and its deadline
 MAX_ERROR_CHARS = 300
-
-Cancelled = Callable[[], bool]
 
 
 class RemoteError(BackendError):
@@ -66,7 +66,7 @@ class Watch:
     prompt evaluation nor a server that never answers can hold the caller.
     """
 
-    def __init__(self, sock: socket.socket, deadline: float, cancelled: Cancelled | None) -> None:
+    def __init__(self, sock: socket.socket, deadline: float, cancelled: CancelCheck | None) -> None:
         self.reason: Literal["cancelled", "timeout"] | None = None
         self._sock = sock
         self._deadline = deadline
@@ -114,7 +114,7 @@ class JsonHttpClient:
         return chunks[0] if chunks else {}
 
     def send(self, method: str, path: str, payload: dict[str, Any] | None,
-             cancelled: Cancelled | None) -> Generator[dict[str, Any], None, None]:
+             cancelled: CancelCheck | None) -> Generator[dict[str, Any], None, None]:
         """The JSON objects of a response: one, or one per server-sent event when streaming."""
         url = self.endpoint.url(path)
         deadline = time.monotonic() + self.timeout
@@ -125,7 +125,7 @@ class JsonHttpClient:
                 conn.connect()
             except ConnectionRefusedError:
                 raise RemoteError(url, "connection refused (is the server running?)") from None
-            except socket.timeout:
+            except TimeoutError:
                 raise RemoteError(url, f"no connection within {self.connect_timeout:g} s") from None
             except socket.gaierror as exc:
                 raise RemoteError(url, f"cannot resolve host {self.endpoint.host!r} ({exc.strerror})") from None

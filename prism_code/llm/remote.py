@@ -28,10 +28,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from prism_code.cancel import CancelCheck
+
 from .json_http import JsonHttpClient, RemoteError, RequestCancelled, error_message
 from .models import DEFAULT_MODEL, MODELS, ensure_model, file_sha256
 from .types import (
-    Cancelled,
     ContextOverflow,
     Generation,
     GenerationStats,
@@ -218,7 +219,7 @@ class RemoteSession:
     def reset(self) -> None:
         self.truncate(0)
 
-    def prefill(self, tokens: Sequence[int], cancelled: Cancelled | None = None) -> PrefillStats:
+    def prefill(self, tokens: Sequence[int], cancelled: CancelCheck | None = None) -> PrefillStats:
         """Nothing to do ahead of time: the server evaluates the prompt with the request.
 
         (A warm-up request with max_tokens=0 would mean "no limit" to some servers.)
@@ -234,7 +235,7 @@ class RemoteSession:
         stop: Sequence[str] = (),
         grammar: llama_cpp.LlamaGrammar | None = None,
         temperature: float = 0.0,
-        cancelled: Cancelled | None = None,
+        cancelled: CancelCheck | None = None,
         seed: int | None = None,
     ) -> Generation:
         """Continue `prompt_tokens` on the server; the text is cut before the first stop string.
@@ -284,7 +285,7 @@ class RemoteSession:
             return self._generation(prompt, stops, reply, used_format, was_cancelled, estimate, wall_ms)
 
     def _complete(self, prompt: list[int], body: dict[str, Any],
-                  cancelled: Cancelled | None) -> tuple[_Reply, Literal["tokens", "text"], bool]:
+                  cancelled: CancelCheck | None) -> tuple[_Reply, Literal["tokens", "text"], bool]:
         if self._format == "text":
             return self._with_format("text", body, prompt, cancelled)
         try:
@@ -306,7 +307,7 @@ class RemoteSession:
         return result
 
     def _with_format(self, fmt: Literal["tokens", "text"], body: dict[str, Any], prompt: list[int],
-                     cancelled: Cancelled | None) -> tuple[_Reply, Literal["tokens", "text"], bool]:
+                     cancelled: CancelCheck | None) -> tuple[_Reply, Literal["tokens", "text"], bool]:
         payload = {**body, "prompt": prompt if fmt == "tokens" else self._text_prompt(prompt)}
         reply, was_cancelled = self._post_completion(payload, cancelled)
         if fmt == "tokens" and self._format == "auto" and not was_cancelled:
@@ -393,7 +394,7 @@ class RemoteSession:
 
     # --- HTTP ---------------------------------------------------------------------------
 
-    def _post_completion(self, payload: dict[str, Any], cancelled: Cancelled | None) -> tuple[_Reply, bool]:
+    def _post_completion(self, payload: dict[str, Any], cancelled: CancelCheck | None) -> tuple[_Reply, bool]:
         """(reply, cancelled?) of one completion request; RemoteError on any failure."""
         reply = _Reply()
         chunks = self._http.send("POST", "/v1/completions", payload, cancelled)

@@ -21,9 +21,10 @@ import llama_cpp
 import numpy as np
 from llama_cpp import _internals
 
+from prism_code.cancel import CancelCheck
+
 from .models import DEFAULT_MODEL, MODELS, Progress, ensure_model, file_sha256
 from .types import (
-    Cancelled,
     ContextOverflow,
     Generation,
     GenerationStats,
@@ -179,12 +180,12 @@ class LlamaSession:
     def reset(self) -> None:
         self.truncate(0)
 
-    def prefill(self, tokens: Sequence[int], cancelled: Cancelled | None = None) -> PrefillStats:
+    def prefill(self, tokens: Sequence[int], cancelled: CancelCheck | None = None) -> PrefillStats:
         """Make the KV cache hold exactly `tokens`, evaluating only what is not cached yet."""
         with self._lock:
             return self._sync(list(tokens), need_logits=False, cancelled=cancelled)
 
-    def _sync(self, tokens: list[int], need_logits: bool, cancelled: Cancelled | None) -> PrefillStats:
+    def _sync(self, tokens: list[int], need_logits: bool, cancelled: CancelCheck | None) -> PrefillStats:
         if len(tokens) > self.n_ctx:
             raise ContextOverflow(f"prompt of {len(tokens)} tokens does not fit the context of {self.n_ctx}")
         t0 = time.perf_counter()
@@ -235,7 +236,7 @@ class LlamaSession:
         stop: Sequence[str] = (),
         grammar: llama_cpp.LlamaGrammar | None = None,
         temperature: float = 0.0,
-        cancelled: Cancelled | None = None,
+        cancelled: CancelCheck | None = None,
         seed: int | None = None,
         watch: Sequence[int] = (),
     ) -> Generation:
@@ -293,7 +294,7 @@ class LlamaSession:
             return Generation(text.decode("utf-8", errors="replace"), out, stats, watched[:len(out)])
 
     def continuation_logprobs(self, prefix: Sequence[int], continuation: Sequence[int],
-                              cancelled: Cancelled | None = None) -> Scored:
+                              cancelled: CancelCheck | None = None) -> Scored:
         """log P(each continuation token | everything before it), read in one forward pass.
 
         The prefix is synced like a prompt (its cached head reused); the continuation is then

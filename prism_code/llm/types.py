@@ -6,11 +6,9 @@ function memory and the tasks read them; importing this module loads no native l
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import AnyStr
-
-Cancelled = Callable[[], bool]
 
 
 class ContextOverflow(ValueError):
