@@ -283,7 +283,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--top", type=bounded_int(1, MAX_FIND_TOP), default=10,
                    help=f"how many functions to list (1 to {MAX_FIND_TOP})")
     p.add_argument("--alpha", type=bounded_float(*FRAGREL_ALPHA_RANGE),
-                   help="FragRel weight, %g to %g (0 = vanilla retriever)" % FRAGREL_ALPHA_RANGE)
+                   help="FragRel weight, {:g} to {:g} (0 = vanilla retriever)".format(*FRAGREL_ALPHA_RANGE))
     p.add_argument("--model", default="qwen2.5-coder-0.5b",
                    help="model strategies: qwen2.5-coder-0.5b, qwen2.5-coder-1.5b or a GGUF path")
     p.add_argument("--threads", type=bounded_int(*THREADS_RANGE),
@@ -307,7 +307,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("line", type=bounded_int(1))
     p.add_argument("col", type=bounded_int(1))
     p.add_argument("--alpha", type=bounded_float(*FRAGREL_ALPHA_RANGE),
-                   help="FragRel weight, %g to %g (0 = vanilla retrieval)" % FRAGREL_ALPHA_RANGE)
+                   help="FragRel weight, {:g} to {:g} (0 = vanilla retrieval)".format(*FRAGREL_ALPHA_RANGE))
     p.add_argument("--no-retrieval", action="store_true", help="in-file context only")
     p.add_argument("--model", default="qwen2.5-coder-0.5b",
                    help="qwen2.5-coder-0.5b, qwen2.5-coder-1.5b or a GGUF path")

@@ -148,7 +148,7 @@ def test_check_type_refuses_types_outside_the_hierarchy():
 
     @dataclass
     class Dangling:
-        other: "Missing"
+        other: Missing  # noqa: F821 - undefined on purpose: the schema check must report it
 
     for bad, message in ((WithTuple, "not an allowed memory type"), (IntKeys, "dict keys must be str"),
                          (Node, "refers to itself"),

@@ -223,7 +223,7 @@ async def watch_files(ls: PrismServer) -> None:
         await ls.client_register_capability_async(types.RegistrationParams(registrations=[
             types.Registration(id="prism-watch", method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
                                register_options=options)]))
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - edits in the editor are still seen
         log.info("the client would not watch files for us (%s): external edits are seen "
                  "on the next reindex", exc)
 

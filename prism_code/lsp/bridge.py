@@ -56,7 +56,7 @@ class ClientBridge:
         """A message the user sees (window/showMessage), not only the output panel."""
         self.call(self.ls.window_show_message, types.ShowMessageParams(type=kind, message=message))
 
-    def progress(self, title: str, kind: str = INDEX_PROGRESS) -> "WorkDoneProgress":
+    def progress(self, title: str, kind: str = INDEX_PROGRESS) -> WorkDoneProgress:
         """A work-done progress whose token starts with `kind`/ (clients tell them apart)."""
         return WorkDoneProgress(self, title, kind)
 

@@ -230,7 +230,7 @@ class WorkspaceState:
         with self._search_lock:
             if cancelled():
                 raise Cancelled("the search was cancelled")
-            finder.corpus  # built from a snapshot of the index: readers do not wait for it
+            _ = finder.corpus  # built from a snapshot of the index: readers do not wait for it
             if cancelled():
                 raise Cancelled("the search was cancelled")
             results = finder.search(query, top=top, alpha=self.settings.fragrel_alpha)
@@ -380,7 +380,7 @@ class WorkspaceState:
             else:
                 log.exception("%s: indexing failed", self.root.name)
             progress.end(f"indexing failed: {exc}")
-        except Exception as exc:
+        except Exception as exc:  # the worker must survive to retry later
             self.state, self.error = FAILED, f"{type(exc).__name__}: {exc}"
             log.exception("%s: indexing failed", self.root.name)
             progress.end(f"indexing failed: {exc}")
@@ -388,7 +388,7 @@ class WorkspaceState:
     def _recover(self, damage: sqlite3.DatabaseError) -> None:
         try:
             self.index.recover(damage, timeout=WRITE_LOCK_WAIT_S)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - reported; the next update tries again
             log.error("%s: the index database is damaged and could not be replaced: %s",
                       self.root.name, exc)
             return

@@ -32,7 +32,8 @@ if TYPE_CHECKING:
     from prism_code.llm.runtime import LlamaSession  # loads llama.cpp's library: typing only
 
 
-class Encoding(str, Enum):
+# str and Enum, not StrEnum: str() of a member stays "Encoding.IN_PLACE" as before.
+class Encoding(str, Enum):  # noqa: UP042
     IN_PLACE = "in-place"
     AMENDMENTS = "amendments"
 
