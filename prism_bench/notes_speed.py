@@ -18,7 +18,7 @@ from pathlib import Path
 from prism_bench.report import table
 from prism_code.index import RepoIndex
 from prism_code.llm import LlamaSession, StateCache
-from prism_code.memory.function_notes import NotesRun, run_notes
+from prism_code.memory.note_writer import NotesRun, run_notes
 
 
 @dataclass

@@ -8,22 +8,19 @@ from pathlib import Path
 
 import pytest
 
-from prism_code.index import RepoIndex
 from prism_code.cli import main as cli_main
+from prism_code.index import RepoIndex
 from prism_code.memory.cok import ModuleSummarizer, files_ready_for_summary, module_summary
-from prism_code.memory.function_notes import (
+from prism_code.memory.deterministic_notes import (
     DETERMINISTIC,
     LLM,
-    NoteWriter,
     deterministic_note,
-    file_order,
-    function_hash,
-    functions_in_order,
     notes_for,
-    run_notes,
     signature_parts,
 )
-from prism_code.memory.notes_store import NotesStore
+from prism_code.memory.file_order import file_order, functions_in_order
+from prism_code.memory.note_writer import NoteWriter, run_notes
+from prism_code.memory.notes_store import NotesStore, function_hash
 from prism_code.memory.schemas import FunctionNote
 
 FIXTURE = Path(__file__).parent / "fixtures" / "pyrepo"

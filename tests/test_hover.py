@@ -8,8 +8,15 @@ import pytest
 from prism_code.graph import call_links
 from prism_code.index import RepoIndex
 from prism_code.parse.languages import parser
-from prism_code.tasks.hover import (ModuleHover, ParsedBuffers, describe, hover_at, module_at, summary,
-                                     symbol_at)
+from prism_code.tasks.hover import (
+    ModuleHover,
+    ParsedBuffers,
+    describe,
+    hover_at,
+    module_at,
+    summary,
+    symbol_at,
+)
 
 FIXTURE = Path(__file__).parent / "fixtures" / "multilang"
 
@@ -155,8 +162,7 @@ def test_a_function_without_a_model_note_shows_the_deterministic_one(index):
 
 
 def test_a_model_note_for_the_current_text_wins_and_a_stale_one_does_not(index):
-    from prism_code.memory.function_notes import function_hash
-    from prism_code.memory.notes_store import NotesStore
+    from prism_code.memory.notes_store import NotesStore, function_hash
     from prism_code.memory.schemas import FunctionNote
 
     fragment = index.fragments["pkg/core.py#build"]

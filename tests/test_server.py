@@ -482,7 +482,7 @@ def units_workspace(parent: Path) -> Path:
 @pytest.mark.model
 async def test_hover_shows_the_models_note_from_a_real_notes_run(tmp_path: Path, model_session):
     from prism_code.index import RepoIndex
-    from prism_code.memory.function_notes import run_notes
+    from prism_code.memory.note_writer import run_notes
     from prism_code.memory.notes_store import NotesStore
 
     root, cache = units_workspace(tmp_path), tmp_path / "cache"

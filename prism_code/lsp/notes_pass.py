@@ -146,7 +146,7 @@ class NotesScheduler:
         self._running = None
         try:
             run = future.result()
-        except Exception as exc:  # noqa: BLE001 - a failed pass is reported, the server goes on
+        except Exception as exc:  # a failed pass is reported, the server goes on
             log.exception("%s: the notes pass failed", state.root.name)
             self._states[state.root] = FAILED
             self._pending.pop(state.root, None)
@@ -196,7 +196,8 @@ class NotesScheduler:
             return None
         from prism_code.llm.state_cache import StateCache
         from prism_code.memory.cok import ModuleSummarizer, files_ready_for_summary
-        from prism_code.memory.function_notes import file_order, run_notes
+        from prism_code.memory.file_order import file_order
+        from prism_code.memory.note_writer import run_notes
 
         self._states[state.root] = WRITING
         progress = self._progress.get(state.root)

@@ -5,7 +5,9 @@ code checks each against the schema and applies it or rejects it with a reason. 
 modules, one idea each: schema (types, paths, validation), revisions (Def. 3.4),
 grammar (JSON grammars a chat model can follow), encoding (in-place vs amendments),
 accounting (PRISM Table 3), runner (the incremental loop), schemagen (model-written
-schemas, parsed never executed), schemas (hand-written ones), function_notes and
-notes_store (the repository's function memory), cok (Chain-of-Key module and
-repository summaries), cli (`prism-code notes`), ablation (the Table 3 comparison).
+schemas, parsed never executed), schemas (hand-written ones), the repository's
+function memory in deterministic_notes (notes from the parse and the graph),
+file_order (import order), note_writer (the model pass) and notes_store (on disk),
+cok (Chain-of-Key module and repository summaries), cli (`prism-code notes`),
+ablation (the Table 3 comparison).
 """

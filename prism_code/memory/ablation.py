@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from prism_code.index import RepoIndex
 from prism_code.memory.encoding import Encoding
-from prism_code.memory.function_notes import functions_in_order
+from prism_code.memory.file_order import functions_in_order
 from prism_code.memory.revisions import Target
 from prism_code.memory.runner import run_pass
 from prism_code.memory.schema import format_path

@@ -47,7 +47,7 @@ def _selected(index, symbol: str | None) -> list:
 
 def notes_command(args: argparse.Namespace) -> int:
     from prism_code.index import RepoIndex
-    from prism_code.memory.function_notes import notes_for
+    from prism_code.memory.deterministic_notes import notes_for
     from prism_code.memory.notes_store import NotesStore
 
     config = IndexConfig(exclude=list(getattr(args, "exclude", None) or []),
@@ -87,9 +87,8 @@ def notes_command(args: argparse.Namespace) -> int:
 def _run(index, args: argparse.Namespace) -> None:
     from prism_code.llm import LlamaSession, StateCache
     from prism_code.llm.cpu_load import threads_for_now
-    from prism_code.memory.function_notes import run_notes
-
     from prism_code.memory.cok import ModuleSummarizer, files_ready_for_summary
+    from prism_code.memory.note_writer import run_notes
     from prism_code.memory.notes_store import NotesStore
 
     bars = StageBars()

@@ -21,10 +21,18 @@ from typing import TYPE_CHECKING
 
 from prism_code.index import RepoIndex
 from prism_code.memory.accounting import Accounting
-from prism_code.memory.function_notes import DETERMINISTIC, LLM, file_order, notes_for
+from prism_code.memory.deterministic_notes import DETERMINISTIC, LLM, notes_for
+from prism_code.memory.file_order import file_order
 from prism_code.memory.grammar import json_layout_grammar
 from prism_code.memory.notes_store import NotesStore
-from prism_code.memory.revisions import Rejected, Revision, Target, apply_all, parse_revisions, revision_json_schema
+from prism_code.memory.revisions import (
+    Rejected,
+    Revision,
+    Target,
+    apply_all,
+    parse_revisions,
+    revision_json_schema,
+)
 from prism_code.memory.schema import format_path, schema_source
 from prism_code.memory.schemas import FunctionNote, ModuleSummary, RepoSummary
 from prism_code.workspace import content_hash

@@ -18,7 +18,7 @@ from prism_code.cancel import Cancelled
 from prism_code.fragments import Fragment
 from prism_code.llm.runtime import LlamaSession
 from prism_code.memory.accounting import Accounting
-from prism_code.memory.function_notes import functions_in_order
+from prism_code.memory.file_order import functions_in_order
 from prism_code.tasks.find_events import FindEvent, FindListener
 from prism_code.tasks.find_function import FoundFunction, FunctionSearch
 from prism_code.tasks.find_outcome import FindOutcome, answer_grammar, parse_answer

@@ -35,8 +35,8 @@ from prism_code.index import RepoIndex
 from prism_code.llm.runtime import LlamaSession
 from prism_code.llm.state_cache import StateCache
 from prism_code.memory.accounting import Accounting
+from prism_code.memory.deterministic_notes import notes_for
 from prism_code.memory.encoding import Encoding
-from prism_code.memory.function_notes import notes_for
 from prism_code.memory.notes_store import NotesStore
 from prism_code.memory.revisions import Target
 from prism_code.memory.runner import PassResult, StepProgress, run_pass
@@ -45,8 +45,13 @@ from prism_code.memory.schemas import CandidateMatch, CandidateMatches
 from prism_code.tasks.find_events import FindEvent, FindListener
 from prism_code.tasks.find_function import FoundFunction, FunctionSearch
 from prism_code.tasks.find_outcome import FindOutcome, answer_grammar, parse_answer
-from prism_code.tasks.query_likelihood import (DEFAULT_DESCRIPTION_TOKENS, DEFAULT_LINES, DEFAULT_MARGIN, body_text,
-                                              rerank)
+from prism_code.tasks.query_likelihood import (
+    DEFAULT_DESCRIPTION_TOKENS,
+    DEFAULT_LINES,
+    DEFAULT_MARGIN,
+    body_text,
+    rerank,
+)
 
 log = logging.getLogger(__name__)
 

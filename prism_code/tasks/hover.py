@@ -197,7 +197,7 @@ def describe(index: RepoIndex, symbol: SymbolInfo, store: NotesStore | None = No
     if symbol.kind in ("function", "method"):
         from dataclasses import asdict
 
-        from prism_code.memory.function_notes import notes_for
+        from prism_code.memory.deterministic_notes import notes_for
 
         # A function only in an unsaved buffer is not indexed yet: it has no note.
         lookup = notes_for(index, symbol.path, symbol.qualname, store)

@@ -1,9 +1,9 @@
-"""The PRISM function memory of a repository: one note per function, made ahead of time.
+"""The model pass of the function memory: the LLM writes one note per function, ahead of time.
 
 The memory is `FunctionMemory{functions: dict[str, FunctionNote]}` (PRISM App. A,
-Listing 2). Every function has a deterministic note at once (signature, docstring,
-callers and callees), so hovers and search never wait for the model. The LLM pass
-then writes notes in file-dependency order (imported files first, files open in the
+Listing 2). Every function has a deterministic note at once
+(prism_code.memory.deterministic_notes), so hovers and search never wait for the model.
+This pass then writes notes in file-dependency order (imported files first, files open in the
 editor before everything), each as the revision `add $.'functions'.'<qualname>'`,
 validated against the schema and committed to disk at once, keyed by the function's
 content hash: an unchanged function is never noted twice, and a killed run resumes
@@ -28,21 +28,18 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from textwrap import dedent
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-import networkx as nx
-
-from prism_code.embeddings import name_words
 from prism_code.fragments import Fragment
-from prism_code.graph import call_links, def_node
 from prism_code.index import RepoIndex
 from prism_code.llm.types import Generation
 from prism_code.memory.accounting import Accounting
+from prism_code.memory.deterministic_notes import FIELDS, deterministic_note
+from prism_code.memory.file_order import functions_in_order
 from prism_code.memory.notes_store import NotesStore, function_hash
 from prism_code.memory.revisions import Applied, Revision, apply
 from prism_code.memory.schema import format_path, schema_source
@@ -51,164 +48,10 @@ from prism_code.parse import language_for_path
 
 if TYPE_CHECKING:
     from prism_code.llm.runtime import LlamaSession  # loads llama.cpp's library: typing only
+    from prism_code.llm.state_cache import StateCache
 
 log = logging.getLogger(__name__)
 
-LLM = "llm"
-DETERMINISTIC = "deterministic"
-FIELDS = ("purpose", "input", "output", "procedure")
-
-
-@dataclass(frozen=True)
-class NoteLookup:
-    note: FunctionNote
-    source: str  # LLM | DETERMINISTIC
-
-
-# ---- deterministic notes -----------------------------------------------------------------
-
-
-def _first_sentence(doc: str, max_words: int = 30) -> str:
-    paragraph = re.split(r"\n\s*\n", doc.strip(), maxsplit=1)[0] if doc.strip() else ""
-    text = " ".join(paragraph.split())
-    match = re.match(r"(.+?[.!?])(\s|$)", text)
-    sentence = match.group(1) if match else text
-    words = sentence.split()
-    return " ".join(words[:max_words]) + (" ..." if len(words) > max_words else "")
-
-
-def _balanced(text: str, start: int) -> int:
-    """Index just past the bracket group opening at text[start]."""
-    depth = 0
-    for i in range(start, len(text)):
-        if text[i] in "([{<":
-            depth += 1
-        elif text[i] in ")]}>" and not (text[i] == ">" and text[i - 1] == "-"):
-            depth -= 1
-            if depth == 0:
-                return i + 1
-    return len(text)
-
-
-def signature_parts(signature: str) -> tuple[list[str], str]:
-    """(parameters without self/cls/this, return annotation or "") read off a signature line."""
-    open_at = signature.find("(")
-    if open_at < 0:
-        return [], ""
-    end = _balanced(signature, open_at)
-    if signature.lstrip().startswith("func (") and "(" in signature[end:]:
-        open_at = signature.index("(", end)  # a Go method: skip the receiver
-        end = _balanced(signature, open_at)
-    inner = signature[open_at + 1:end - 1]
-    params, depth, current = [], 0, ""
-    for c in inner:
-        if c in "([{<":
-            depth += 1
-        elif c in ")]}>":
-            depth -= 1
-        if c == "," and depth == 0:
-            params.append(current.strip())
-            current = ""
-        else:
-            current += c
-    if current.strip():
-        params.append(current.strip())
-    params = [p for p in params if p.split(":")[0].strip().lstrip("&*") not in ("self", "cls", "this", "mut self")]
-    rest = signature[end:].strip()
-    returns = ""
-    if rest.startswith("->"):
-        returns = rest[2:].strip()
-    elif rest.startswith(":"):
-        returns = rest[1:].strip()
-    elif rest and not rest.startswith(("{", "throws", "const", "override", "where")):
-        returns = rest  # Go: func f(x int) (int, error)
-    return params, returns.rstrip(":{ ").strip()
-
-
-def deterministic_note(index: RepoIndex, fragment: Fragment) -> FunctionNote:
-    """A note from what the parse and the graph know, available before any model runs."""
-    definition = index.definition(fragment.path, fragment.qualname)
-    name = fragment.qualname.rsplit(".", 1)[-1]
-    signature = definition.signature if definition else ""
-    doc = definition.doc if definition else ""
-    kind = definition.kind if definition else "function"
-    owner = f" of {definition.parent}" if definition and definition.parent else ""
-    purpose = _first_sentence(doc) or f"{name_words(name).capitalize() or name} ({kind}{owner})."
-    params, returns = signature_parts(signature)
-    with index.lock:
-        callers, callees = call_links(index.graph, def_node(fragment.path, fragment.qualname))
-        caller_names = sorted({index.graph.g.nodes[n].get("qualname", "module code") for n in callers})
-        callee_names = sorted({index.graph.g.nodes[n].get("qualname", "?") for n in callees})
-    procedure = []
-    if callee_names:
-        procedure.append("Calls " + ", ".join(callee_names[:6]) + ("" if len(callee_names) <= 6 else ", ..."))
-    if caller_names:
-        procedure.append("called by " + ", ".join(caller_names[:6]) + ("" if len(caller_names) <= 6 else ", ..."))
-    return FunctionNote(
-        purpose=purpose,
-        input=", ".join(params) if params else "no parameters",
-        output=f"returns {returns}" if returns else "",
-        procedure=("; ".join(procedure) + ".") if procedure else "",
-    )
-
-
-def notes_for(index: RepoIndex, path: str, qualname: str, store: NotesStore | None = None) -> NoteLookup | None:
-    """The best note for a function now: the LLM's if it was written for this text, else the
-    deterministic one. None when the index has no such function."""
-    fragment = index.fragments.get(f"{path}#{qualname}")
-    if fragment is None:
-        return None
-    own = store is None
-    store = store or NotesStore.for_index(index)
-    try:
-        stored = store.get(path, qualname)
-        current = function_hash(index, fragment)
-        if stored is not None and stored.hash == current:
-            return NoteLookup(stored.note, LLM)
-        moved = store.by_hash(current)
-        if moved is not None:
-            return NoteLookup(moved.note, LLM)
-    finally:
-        if own:
-            store.close()
-    return NoteLookup(deterministic_note(index, fragment), DETERMINISTIC)
-
-
-# ---- order ---------------------------------------------------------------------------------
-
-
-def file_order(index: RepoIndex, priority: Sequence[str] = ()) -> list[str]:
-    """Indexed files, imported ones before their importers; `priority` files come first.
-
-    Import cycles are condensed and their files taken in path order; among files free to
-    go next, the smallest path goes first, so the order is the same on every run.
-    """
-    with index.lock:
-        parsed = dict(index.graph.parsed)
-        resolver = index.graph.resolver
-        deps = {path: {t for imp in pf.imports for t in resolver.resolve(imp, path, pf.language)
-                       if t != path and t in parsed}
-                for path, pf in parsed.items()}
-    g = nx.DiGraph()
-    g.add_nodes_from(parsed)
-    g.add_edges_from((dep, path) for path, targets in deps.items() for dep in targets)
-    condensed = nx.condensation(g)
-    members = {c: sorted(condensed.nodes[c]["members"]) for c in condensed}
-    order = [p for c in nx.lexicographical_topological_sort(condensed, key=lambda c: members[c][0])
-             for p in members[c]]
-    first = [p for p in dict.fromkeys(priority) if p in parsed]
-    return first + [p for p in order if p not in set(first)]
-
-
-def functions_in_order(index: RepoIndex, priority: Sequence[str] = ()) -> list[Fragment]:
-    by_file: dict[str, list[Fragment]] = {}
-    for fragment in index.functions():
-        by_file.setdefault(fragment.path, []).append(fragment)
-    return [f for path in file_order(index, priority)
-            for f in sorted(by_file.get(path, []), key=lambda f: (f.start_line, f.qualname))]
-
-
-# ---- the LLM pass --------------------------------------------------------------------------
 
 _SYSTEM = (
     "You write short notes about functions for a code search index. The user sends one "
@@ -294,7 +137,7 @@ class NotesRun:
     def decoded_per_note(self) -> float:
         return self.accounting.decoded / self.noted if self.noted else 0.0
 
-    def as_row(self) -> dict:
+    def as_row(self) -> dict[str, Any]:
         return {"total": self.total, "up_to_date": self.up_to_date, "copied": self.copied,
                 "noted": self.noted, "failed": self.failed, "cancelled": self.cancelled,
                 "seconds": round(self.seconds, 1), "notes_per_minute": round(self.notes_per_minute, 1),
@@ -310,7 +153,8 @@ class NoteWriter:
         s = session
         self._start, self._end = s.special_token("<|im_start|>"), s.special_token("<|im_end|>")
         self._newline = s.tokenize_text("\n")
-        prefix = s.prompt_start() + self._turn("system", s.tokenize_text(_SYSTEM + schema_source(FunctionMemory)))
+        system = s.tokenize_text(_SYSTEM + schema_source(FunctionMemory))
+        prefix = s.prompt_start() + self._turn("system", system)
         for path, qualname, source, note in _EXAMPLES:
             prefix += self._turn("user", self._source_tokens(path, source))
             prefix += self._turn("assistant", s.tokenize_text(_answer(qualname, note)))
@@ -414,7 +258,7 @@ def run_notes(
     on_note: Callable[[str, str, FunctionNote], None] | None = None,
     store: NotesStore | None = None,
     settings: NotesSettings | None = None,
-    state_cache=None,
+    state_cache: StateCache | None = None,
 ) -> NotesRun:
     """Note every function whose text has no note yet; returns counts and cost.
 
@@ -448,13 +292,14 @@ def run_notes(
 def _write_all(session: LlamaSession, index: RepoIndex, store: NotesStore, work: list[_Work], run: NotesRun,
                settings: NotesSettings, cancelled: Callable[[], bool] | None,
                progress: Callable[[int, int], None] | None,
-               on_note: Callable[[str, str, FunctionNote], None] | None, state_cache) -> None:
+               on_note: Callable[[str, str, FunctionNote], None] | None,
+               state_cache: StateCache | None) -> None:
     """The model writes each note; each is applied as a revision of its file's memory and committed."""
     model = settings.model or session.model_path.name
     writer = NoteWriter(session, settings)
     if state_cache is not None:
         state_cache.restore_longest_prefix(session, writer.prefix)
-    memories: dict[str, dict] = {}  # path -> FunctionMemory of that file, as stored
+    memories: dict[str, dict[str, Any]] = {}  # path -> FunctionMemory of that file, as stored
     for n, item in enumerate(work):
         if cancelled is not None and cancelled():
             run.cancelled = True
@@ -469,7 +314,8 @@ def _write_all(session: LlamaSession, index: RepoIndex, store: NotesStore, work:
             return
         note = _fill_gaps(note, index, fragment)
         if fragment.path not in memories:
-            memories[fragment.path] = {"functions": {q: asdict(v) for q, v in store.notes_in(fragment.path).items()}}
+            stored = store.notes_in(fragment.path)
+            memories[fragment.path] = {"functions": {q: asdict(v) for q, v in stored.items()}}
         memory = memories[fragment.path]
         op = "update" if fragment.qualname in memory["functions"] else "add"
         outcome = apply(memory, Revision(format_path(("functions", fragment.qualname)), op, asdict(note)),
@@ -522,7 +368,7 @@ def _fill_gaps(note: FunctionNote, index: RepoIndex, fragment: Fragment) -> Func
     return FunctionNote(**{f: getattr(note, f) or getattr(fallback, f) for f in FIELDS})
 
 
-def _save_prefix(state_cache, session: LlamaSession, writer: NoteWriter) -> None:
+def _save_prefix(state_cache: StateCache, session: LlamaSession, writer: NoteWriter) -> None:
     """Persist the prefix's KV state once it has been evaluated (a later run restores it).
 
     Saving cuts the cache back to the prefix, so the context is rebuilt from the prefix.
@@ -531,8 +377,3 @@ def _save_prefix(state_cache, session: LlamaSession, writer: NoteWriter) -> None
     if session.tokens[:n] == writer.prefix:
         state_cache.save_prefix(session, n)
         writer.reset()
-
-
-def note_text(lookup: NoteLookup | None) -> str:
-    """The note as card text for dense search ("" when there is none)."""
-    return lookup.note.text() if lookup is not None else ""
