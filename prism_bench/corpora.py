@@ -139,7 +139,8 @@ def download_wheel(
         raise DownloadError(f"pip download {package}=={version} failed:\n{tail}", network=network)
     wheels = sorted(p for p in dest.iterdir() if p.suffix == ".whl")
     if len(wheels) != 1:
-        raise DownloadError(f"expected one wheel for {package}=={version}, got {[w.name for w in wheels]}", network=False)
+        names = [w.name for w in wheels]
+        raise DownloadError(f"expected one wheel for {package}=={version}, got {names}", network=False)
     wheel = wheels[0]
     if artifact is not None and wheel.name != artifact:
         raise DownloadError(f"pip fetched {wheel.name}, expected {artifact}", network=False)

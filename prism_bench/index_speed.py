@@ -136,17 +136,20 @@ def markdown(r: IndexSpeed, name: str, command: str) -> str:
     seen = [a + b for a, b in zip(r.edit_ms, r.edit_search_ms)]
     rows = [
         ["repository", f"{name}: {r.files} files, {r.lines} lines, {r.functions} functions, {r.fragments} fragments"],
-        ["full lexical index (scan, parse, graph, fragments, relations, store)", f"{r.lexical_s:.2f} s ({r.lines / r.lexical_s:,.0f} lines/s)"],
+        ["full lexical index (scan, parse, graph, fragments, relations, store)",
+         f"{r.lexical_s:.2f} s ({r.lines / r.lexical_s:,.0f} lines/s)"],
         ["embeddings (function source + card)",
          f"{r.embeddings_s:.1f} s for {r.embedded} texts" if r.embedded else "not measured (--no-embeddings)"],
-        ["one-file edit: update until search and completion see it (files, graph, fragments), p50 / p95", _p50_p95(r.edit_ms)],
+        ["one-file edit: update until search and completion see it (files, graph, fragments), p50 / p95",
+         _p50_p95(r.edit_ms)],
         ["one-file edit: first search after it (lexical corpus rebuilt), p50 / p95", _p50_p95(r.edit_search_ms)],
         ["one-file edit: time until search sees the edit (the two above), p50 / p95", _p50_p95(seen)],
         ["one-file edit: relations near it, in the background afterwards, p50 / p95", _p50_p95(r.edit_relations_ms)
          + (f" ({statistics.median(r.edit_relations_rows):.0f} / {_percentile(r.edit_relations_rows, 0.95):.0f}"
             " related sets rewritten)" if r.edit_relations_rows else "")],
         ["find query, lexical only, p50", f"{statistics.median(r.query_lexical_ms):.1f} ms"],
-        ["find query, with embeddings, p50", f"{statistics.median(r.query_dense_ms):.1f} ms" if r.query_dense_ms else "n/a"],
+        ["find query, with embeddings, p50",
+         f"{statistics.median(r.query_dense_ms):.1f} ms" if r.query_dense_ms else "n/a"],
         ["peak RSS after lexical index / after embeddings",
          f"{r.peak_rss_lexical_mib:.0f} MiB / " + (f"{r.peak_rss_mib:.0f} MiB" if r.embedded else "n/a")],
     ]

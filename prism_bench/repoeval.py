@@ -234,9 +234,11 @@ def markdown(r: RepoEvalResult, command: str) -> str:
 def _typed_through_line(r: RepoEvalResult) -> str:
     n, hits = len(r.warm_ms), len(r.typed_through_ms)
     if not hits:
-        return f"Typing into the suggestion: none of the {n} keystrokes typed the first character of the suggestion shown."
+        return (f"Typing into the suggestion: none of the {n} keystrokes typed the first character of the "
+                "suggestion shown.")
     return (f"Typing into the suggestion: {hits} of {n} keystrokes typed the first character of the "
-            f"suggestion shown and were answered from it without the model, p50 {_pct(r.typed_through_ms, 0.5):.1f} ms, "
+            "suggestion shown and were answered from it without the model, "
+            f"p50 {_pct(r.typed_through_ms, 0.5):.1f} ms, "
             f"p95 {_pct(r.typed_through_ms, 0.95):.1f} ms; the text equals the model path's in "
             f"{r.typed_through_same} of {hits}. The other keystrokes take the model path above.")
 

@@ -133,11 +133,13 @@ def check_needles(root: Path, needles: list[Needle]) -> list[str]:
         # Same line split as RepoQA (str.split on \n after CRLF normalisation).
         lines = file.read_text(encoding="utf-8").replace("\r\n", "\n").split("\n")
         if not 1 <= needle.start_line <= needle.end_line <= len(lines):
-            problems.append(f"{needle.instance_id}: lines {needle.start_line}-{needle.end_line} outside {needle.path} ({len(lines)} lines)")
+            problems.append(f"{needle.instance_id}: lines {needle.start_line}-{needle.end_line} "
+                            f"outside {needle.path} ({len(lines)} lines)")
             continue
         first = lines[needle.start_line - 1].strip()
         if not _def_pattern(needle.name).match(first):
-            problems.append(f"{needle.instance_id}: {needle.path}:{needle.start_line} is {first[:80]!r}, not def {needle.name}")
+            problems.append(f"{needle.instance_id}: {needle.path}:{needle.start_line} is {first[:80]!r}, "
+                            f"not def {needle.name}")
     return problems
 
 

@@ -235,7 +235,8 @@ def markdown(result: StrategyResult, command: str) -> str:
     paper = _paper_rows()
     lines += ["", "For scale: PRISM paper (Gemini 1.5 Pro, 8K chunks, all languages) RepoQA accuracy 0.42-0.53, "
               "long context 0.92; RepoQA leaderboard, Python, 16K context, pass@1 (BLEU >= 0.8): "
-              + "; ".join(f"{m} {v}" for m, v in paper) + ". Retrieval alone over all 80 needles: the retrieval section above."]
+              + "; ".join(f"{m} {v}" for m, v in paper)
+              + ". Retrieval alone over all 80 needles: the retrieval section above."]
     misses = [r.needle for r in runs if not r.correct]
     if misses:
         lines += ["", "Missed: " + ", ".join(misses[:40]) + (" ..." if len(misses) > 40 else "")]

@@ -151,7 +151,8 @@ def test_kill_during_indexing_leaves_a_consistent_index(tmp_path):
         for module in range(12):
             body = "\n\n".join(
                 f"def fn_{module}_{i}(x):\n    return fn_{module}_{(i + 1) % 30}(x) + {i}" for i in range(30))
-            (pkg / f"mod{module}.py").write_text(f"from pkg{(package + 1) % 12}.mod{module} import fn_{module}_0\n\n{body}\n")
+            imported = f"pkg{(package + 1) % 12}.mod{module}"
+            (pkg / f"mod{module}.py").write_text(f"from {imported} import fn_{module}_0\n\n{body}\n")
     cache = tmp_path / "cache"
     script = textwrap.dedent(f"""
         from prism_code.index import RepoIndex
@@ -326,7 +327,8 @@ def test_a_weakened_member_moves_down_or_makes_room(tmp_path, kept):
     index.update()
     assert index.related["use.py#a"][:2] == [("lib.py#b", 0.64), ("lib.py#c", 0.6)][:kept]
     lib.write_text(lib.read_text().replace(
-        "        return z\n    return y", "        z += 1\n        z += 2\n        z += 3\n        return z\n    return y"))
+        "        return z\n    return y",
+        "        z += 1\n        z += 2\n        z += 3\n        return z\n    return y"))
     bump_mtime(lib)
     index.update(relations=False)
     index.finish_relations()

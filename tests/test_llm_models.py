@@ -39,7 +39,8 @@ def fake_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[ModelSp
     site = tmp_path / "site"
     _make_parts(site, prefix, contents)
     monkeypatch.syspath_prepend(str(site))
-    spec = ModelSpec.numbered("fake", "test", prefix.replace("_", "-"), "1.0", 3, len(whole), hashlib.sha256(whole).hexdigest())
+    spec = ModelSpec.numbered("fake", "test", prefix.replace("_", "-"), "1.0", 3, len(whole),
+                              hashlib.sha256(whole).hexdigest())
     monkeypatch.setitem(models.MODELS, "fake", spec)
     return spec, whole
 
@@ -78,7 +79,8 @@ def test_missing_part_names_the_pip_command(fake_model: tuple[ModelSpec, bytes],
     assert not (tmp_path / "cache" / "fake.gguf").exists()
 
 
-def test_wrong_checksum_removes_temp(fake_model: tuple[ModelSpec, bytes], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_wrong_checksum_removes_temp(fake_model: tuple[ModelSpec, bytes], tmp_path: Path,
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
     spec, _ = fake_model
     bad = ModelSpec(spec.name, spec.description, spec.parts, spec.size, "0" * 64)
     monkeypatch.setitem(models.MODELS, "fake", bad)

@@ -299,7 +299,8 @@ def test_llama_cpp_server_takes_text_only_and_answers_as_the_local_session(llama
 def test_text_prompts_break_control_tokens_spelled_in_code(remote, monkeypatch):
     sent: list[dict] = []
     post = remote._post_completion
-    monkeypatch.setattr(remote, "_post_completion", lambda payload, cancelled: (sent.append(payload), post(payload, cancelled))[1])
+    monkeypatch.setattr(remote, "_post_completion",
+                        lambda payload, cancelled: (sent.append(payload), post(payload, cancelled))[1])
     prompt = fim_prompt(remote, TRICKY_PREFIX)
     remote.generate(prompt, max_tokens=8, stop=["\n"])
     text = sent[-1]["prompt"]

@@ -149,7 +149,8 @@ def test_json_grammar_output_parses(session: LlamaSession) -> None:
     prompt = session.chatml(
         [
             ("system", "You answer with JSON only."),
-            ("user", "In this code, which function divides?\n1 def add(a, b): return a + b\n2 def div(a, b): return a / b\n"
+            ("user", "In this code, which function divides?\n"
+             "1 def add(a, b): return a + b\n2 def div(a, b): return a / b\n"
              'Answer as {"name": ..., "line": ...}.'),
         ]
     )
@@ -181,20 +182,6 @@ def test_cancellation_stops_early(session: LlamaSession, base: list[int]) -> Non
     assert session.generate(long_prompt, max_tokens=1).stats.reused == session.n_batch
 
 
-def test_watched_probabilities_say_how_sure_the_model_was(session: LlamaSession) -> None:
-    digits = [session.tokenize_text(str(d))[0] for d in range(10)]
-    # After eight `scale_i(..., factor: float = i.5)` the model is sure what scale_8's default starts with.
-    prompt = session.tokenize_text(BASE_CODE + "def scale_8(values: list[float], factor: float = ")
-    session.reset()
-    g = session.generate(prompt, max_tokens=3, watch=digits)
-    assert len(g.watched) == len(g.tokens) == 3
-    first = [2.718281828 ** lp for lp in g.watched[0]]
-    assert g.tokens[0] == digits[8] and max(first) == first[8] and first[8] > 0.5
-    # Probabilities of a few tokens out of the whole vocabulary sum to at most 1.
-    assert all(sum(2.718281828 ** lp for lp in row) <= 1.0 + 1e-6 for row in g.watched)
-    assert session.generate(prompt, max_tokens=3).watched == []  # nothing watched, nothing recorded
-
-
 def test_continuation_logprobs_match_sampling_token_by_token(session: LlamaSession, base: list[int]) -> None:
     prefix, continuation = base[:60], base[60:72]
     session.reset()
@@ -203,10 +190,10 @@ def test_continuation_logprobs_match_sampling_token_by_token(session: LlamaSessi
     assert scored.encoded == len(prefix) + len(continuation) - 1
     one_by_one = []
     for i, token in enumerate(continuation):
-        g = session.generate(prefix + continuation[:i], max_tokens=1, watch=[token])
-        one_by_one.append(g.watched[0][0])
+        session.reset()
+        one_by_one.append(session.continuation_logprobs(prefix + continuation[:i], [token]).logprobs[0])
     # One batch or token by token: the same numbers up to float rounding in the kernels.
-    assert all(abs(a - b) < 0.05 for a, b in zip(scored.logprobs, one_by_one))
+    assert all(abs(a - b) < 0.05 for a, b in zip(scored.logprobs, one_by_one, strict=True))
     # The continuation stays cached: scoring it again after the same prefix re-evaluates one batch only.
     again = session.continuation_logprobs(prefix, continuation)
     assert again.reused == len(prefix) - 1

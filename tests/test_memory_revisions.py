@@ -110,7 +110,8 @@ def test_list_adds_append_at_the_end_only():
     assert isinstance(apply(memory, Revision("$.'seen'[1]", "add", "b"), Memory), Applied)
     assert memory["seen"] == ["a", "b"]
     assert rejected(memory, Revision("$.'seen'[5]", "add", "c")) == "add appends at index 2, not [5]"
-    assert rejected(memory, Revision("$.'seen'[0]", "add", "c")) == "$.'seen'[0] already exists: use update to replace it"
+    expected = "$.'seen'[0] already exists: use update to replace it"
+    assert rejected(memory, Revision("$.'seen'[0]", "add", "c")) == expected
     assert isinstance(apply(memory, Revision("$.'seen'[0]", "update", "z"), Memory), Applied)
     assert memory["seen"] == ["z", "b"]
 

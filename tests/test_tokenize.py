@@ -43,7 +43,8 @@ def test_throughput_at_least_5_mb_per_second():
     import random
 
     rng = random.Random(0)
-    words = keyword.kwlist + [f"{a}_{b}" for a in ("get", "set", "load", "parse") for b in ("file", "item", "HTTPRequest", "cfg")]
+    words = keyword.kwlist + [f"{a}_{b}" for a in ("get", "set", "load", "parse")
+                              for b in ("file", "item", "HTTPRequest", "cfg")]
     lines = [" ".join(rng.choice(words) + "(" + rng.choice(words) + ")" for _ in range(8)) for _ in range(20_000)]
     text = "\n".join(lines)
     best = float("inf")

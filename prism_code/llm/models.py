@@ -124,7 +124,8 @@ def get_spec(name: str) -> ModelSpec:
     try:
         return MODELS[name]
     except KeyError:
-        raise ModelError(f"unknown model {name!r}; known models: {', '.join(sorted(MODELS))}, or a path to a .gguf file") from None
+        known = ", ".join(sorted(MODELS))
+        raise ModelError(f"unknown model {name!r}; known models: {known}, or a path to a .gguf file") from None
 
 
 def install_command(name: str = DEFAULT_MODEL) -> str:
@@ -159,7 +160,8 @@ def _read_record(path: Path) -> str | None:
 
 def _write_record(path: Path, sha256: str) -> None:
     st = path.stat()
-    _atomic_write_text(_record_path(path), json.dumps({"sha256": sha256, "size": st.st_size, "mtime_ns": st.st_mtime_ns}))
+    record = {"sha256": sha256, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+    _atomic_write_text(_record_path(path), json.dumps(record))
 
 
 def _atomic_write_text(path: Path, text: str) -> None:
@@ -196,7 +198,8 @@ def file_sha256(path: str | Path) -> str:
         pass
     sha = hash_file(path)
     rec.parent.mkdir(parents=True, exist_ok=True)
-    _atomic_write_text(rec, json.dumps({"path": str(path), "sha256": sha, "size": st.st_size, "mtime_ns": st.st_mtime_ns}))
+    record = {"path": str(path), "sha256": sha, "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+    _atomic_write_text(rec, json.dumps(record))
     return sha
 
 
@@ -243,7 +246,8 @@ def assemble(spec: ModelSpec, dest: Path, progress: Progress | None = None) -> P
     dest.parent.mkdir(parents=True, exist_ok=True)
     free = shutil.disk_usage(dest.parent).free
     if free < total:
-        raise ModelError(f"not enough disk space in {dest.parent} to assemble {spec.name!r}: need {total:,} bytes, {free:,} free")
+        raise ModelError(f"not enough disk space in {dest.parent} to assemble {spec.name!r}: "
+                         f"need {total:,} bytes, {free:,} free")
     h = hashlib.sha256()
     done = 0
     fd, tmp_name = tempfile.mkstemp(dir=dest.parent, prefix=f".{dest.name}.", suffix=".part")
@@ -291,7 +295,8 @@ def _verified(spec: ModelSpec, path: Path, progress: Progress | None) -> bool:
     return False
 
 
-def ensure_model(name_or_path: str | Path = DEFAULT_MODEL, cache_dir: Path | None = None, progress: Progress | None = None) -> Path:
+def ensure_model(name_or_path: str | Path = DEFAULT_MODEL, cache_dir: Path | None = None,
+                 progress: Progress | None = None) -> Path:
     """Path to a ready GGUF file: an existing .gguf path as given, or a registry model assembled once."""
     candidate = Path(name_or_path).expanduser()
     if str(name_or_path) not in MODELS:
@@ -330,7 +335,8 @@ def install_model(name: str = DEFAULT_MODEL, cache_dir: Path | None = None, prog
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m prism_code.llm.models", description="Install and assemble a local model.")
+    parser = argparse.ArgumentParser(prog="python -m prism_code.llm.models",
+                                     description="Install and assemble a local model.")
     parser.add_argument("model", nargs="?", default=DEFAULT_MODEL, choices=sorted(MODELS))
     parser.add_argument("--print-command", action="store_true", help="only print the pip command for the parts")
     args = parser.parse_args(argv)
