@@ -99,7 +99,8 @@ class LlamaSession:
         path = ensure_model(name_or_path, cache_dir, progress)
         spec = MODELS.get(str(name_or_path))
         return cls(
-            path, n_ctx=n_ctx, n_threads=n_threads, n_batch=n_batch, seed=seed, model_sha256=spec.sha256 if spec else None
+            path, n_ctx=n_ctx, n_threads=n_threads, n_batch=n_batch, seed=seed,
+            model_sha256=spec.sha256 if spec else None,
         )
 
     @property
@@ -215,7 +216,8 @@ class LlamaSession:
 
     # --- generation -----------------------------------------------------------------
 
-    def _sampler(self, grammar: llama_cpp.LlamaGrammar | None, temperature: float, seed: int | None) -> _internals.LlamaSampler:
+    def _sampler(self, grammar: llama_cpp.LlamaGrammar | None, temperature: float,
+                 seed: int | None) -> _internals.LlamaSampler:
         # One sampler per generation, so the grammar's parse state advances with each token.
         sampler = _internals.LlamaSampler()
         if grammar is not None:
@@ -238,13 +240,11 @@ class LlamaSession:
         temperature: float = 0.0,
         cancelled: CancelCheck | None = None,
         seed: int | None = None,
-        watch: Sequence[int] = (),
     ) -> Generation:
         """Continue `prompt_tokens`; the text is cut before the first stop string.
 
-        `watch`: token ids whose log-probabilities are recorded at every sampled position
-        (`Generation.watched`). Afterwards the cache holds the prompt and the generated tokens except the last
-        one sampled, so a follow-up prompt that quotes the answer reuses it.
+        Afterwards the cache holds the prompt and the generated tokens except the last one
+        sampled, so a follow-up prompt that quotes the answer reuses it.
         """
         prompt = list(prompt_tokens)
         if not prompt:
@@ -252,7 +252,8 @@ class LlamaSession:
         with self._lock:
             pre = self._sync(prompt, need_logits=True, cancelled=cancelled)
             if pre.cancelled:
-                return Generation("", [], GenerationStats(len(prompt), pre.reused, pre.encoded, 0, pre.ms, 0.0, "cancelled"))
+                stats = GenerationStats(len(prompt), pre.reused, pre.encoded, 0, pre.ms, 0.0, "cancelled")
+                return Generation("", [], stats)
             t0 = time.perf_counter()
             stops = [s.encode("utf-8") for s in stop if s]
             longest_stop = max((len(s) for s in stops), default=0)
@@ -260,15 +261,11 @@ class LlamaSession:
             text = bytearray()
             finish = "length"
             sampler = self._sampler(grammar, temperature, seed)
-            watch = list(watch)
-            watched: list[tuple[float, ...]] = []
             try:
                 while len(out) < max_tokens:
                     if cancelled is not None and cancelled():
                         finish = "cancelled"
                         break
-                    if watch:
-                        watched.append(self._log_probs(watch))
                     token = sampler.sample(self._llm._ctx, -1)
                     if self.is_eog(token):
                         finish = "eos"
@@ -291,7 +288,7 @@ class LlamaSession:
             self.counters.decoded += len(out)
             self.counters.decode_ms += ms
             stats = GenerationStats(len(prompt), pre.reused, pre.encoded, len(out), pre.ms, ms, finish)
-            return Generation(text.decode("utf-8", errors="replace"), out, stats, watched[:len(out)])
+            return Generation(text.decode("utf-8", errors="replace"), out, stats)
 
     def continuation_logprobs(self, prefix: Sequence[int], continuation: Sequence[int],
                               cancelled: CancelCheck | None = None) -> Scored:
@@ -314,7 +311,8 @@ class LlamaSession:
                 return Scored([], pre.reused, pre.encoded, True)
             batch = prefix[-1:] + continuation[:-1]
             if len(self.tokens) + len(batch) > self.n_ctx:
-                raise ContextOverflow(f"prompt of {len(prefix) + len(continuation)} tokens does not fit the context of {self.n_ctx}")
+                raise ContextOverflow(f"prompt of {len(prefix) + len(continuation)} tokens "
+                                      f"does not fit the context of {self.n_ctx}")
             t0 = time.perf_counter()
             n_past = len(self.tokens)
             self._llm._batch.set_batch(batch=batch, n_past=n_past, logits_all=True)
@@ -333,14 +331,6 @@ class LlamaSession:
             ms = (time.perf_counter() - t0) * 1000
             self.counters.prefill_ms += ms
             return Scored(out, pre.reused, pre.encoded + len(batch), False, pre.ms + ms)
-
-    def _log_probs(self, ids: list[int]) -> tuple[float, ...]:
-        # The logits of the last decoded position, as the sampler is about to read them.
-        n_vocab = self._llm.n_vocab()
-        logits = np.ctypeslib.as_array(self._llm._ctx.get_logits_ith(-1), shape=(n_vocab,))
-        top = float(logits.max())
-        log_total = top + float(np.log(np.exp(logits - top).sum()))
-        return tuple(float(logits[i]) - log_total for i in ids)
 
     # --- sequence state (KV of this session's sequence, without logits) -----------------
 

@@ -7,7 +7,7 @@ function memory and the tasks read them; importing this module loads no native l
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import AnyStr
 
 
@@ -40,10 +40,6 @@ class Generation:
     text: str
     tokens: list[int]
     stats: GenerationStats
-    # Per sampled token, the log-probabilities of the `watch` tokens the caller asked for
-    # (softmax over the whole vocabulary, before the grammar): how sure the model was,
-    # where the sampled token alone only says what won.
-    watched: list[tuple[float, ...]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
