@@ -16,7 +16,7 @@ from prism_code.tasks.find_prism import (
     _ranked,
     candidate_keys,
     fit_of,
-    parse_answer,
+    parse_function_json,
     promotable,
 )
 from prism_code.tasks.find_strategies import FindOutcome, run_find
@@ -55,20 +55,20 @@ def test_bad_requests_are_clear_errors(search):
 
 def test_answers_are_read_tolerantly_and_never_invent_a_candidate():
     names = ["Greeter.greet", "helper", "pkg/a.py:run", "pkg/b.py:run"]
-    assert parse_answer('{"function": "helper"}', names) == "helper"
-    assert parse_answer('{"function": "greet"}', names) == "Greeter.greet"  # bare method name
-    assert parse_answer('The answer is {"function": "helper"', names) == "helper"  # cut off
-    assert parse_answer('{"function": "os.path.join"}', names) is None  # not a candidate
-    assert parse_answer('{"function": "run"}', names) is None  # ambiguous
-    assert parse_answer("no json at all", names) is None
-    assert parse_answer("[1, 2]", names) is None
+    assert parse_function_json('{"function": "helper"}', names) == "helper"
+    assert parse_function_json('{"function": "greet"}', names) == "Greeter.greet"  # bare method name
+    assert parse_function_json('The answer is {"function": "helper"', names) == "helper"  # cut off
+    assert parse_function_json('{"function": "os.path.join"}', names) is None  # not a candidate
+    assert parse_function_json('{"function": "run"}', names) is None  # ambiguous
+    assert parse_function_json("no json at all", names) is None
+    assert parse_function_json("[1, 2]", names) is None
 
 
 def test_an_answer_naming_no_candidate_keeps_retrieval_order(search):
     found = search.search(ORDER_TOTAL, top=4)
     candidates = [Candidate(f.qualname, f, "") for f in found]
     memory = {found[2].qualname: {"does": "adds numbers", "fit": 3}}
-    chosen = parse_answer('{"function": "compute_total"}', [c.key for c in candidates])
+    chosen = parse_function_json('{"function": "compute_total"}', [c.key for c in candidates])
     ranked = _ranked(candidates, memory, chosen)
     assert [r.qualname for r in ranked] == [f.qualname for f in found]
     assert ranked[2].reason.startswith("in PRISM memory, not chosen: fit 3/10, adds numbers")

@@ -20,7 +20,7 @@ from prism_code.tasks.find_wim import (
     build_candidates,
     candidate_labels,
     find_wim,
-    parse_answer,
+    parse_final_answer,
     rank_results,
     segment_bounds,
 )
@@ -90,14 +90,14 @@ def test_answer_naming_no_candidate_keeps_retrieval_order(search: FunctionSearch
     cands = [Candidate(label, f, []) for label, f in zip(labels, found)]
     retrieval_order = [f.qualname for f in found]
 
-    label, _ = parse_answer('compute_total_price", "reason": "sums prices"}', labels)
+    label, _ = parse_final_answer('compute_total_price", "reason": "sums prices"}', labels)
     assert label is None
     run = WimRun(answer=label)
     assert [r.qualname for r in rank_results(cands, run)] == retrieval_order
 
     # Broken JSON that still names a real candidate moves it first, the rest stay in order.
     last = labels[-1]
-    label, reason = parse_answer(f'{last}", "reason": "adds a pro', labels)
+    label, reason = parse_final_answer(f'{last}", "reason": "adds a pro', labels)
     assert label == last and reason == "adds a pro"
     ranked = [r.qualname for r in rank_results(cands, WimRun(answer=label, answer_reason=reason))]
     assert ranked == [last] + retrieval_order[:-1]

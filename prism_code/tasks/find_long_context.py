@@ -21,7 +21,7 @@ from prism_code.memory.accounting import Accounting
 from prism_code.memory.file_order import functions_in_order
 from prism_code.tasks.find_events import FindEvent, FindListener
 from prism_code.tasks.find_function import FoundFunction, FunctionSearch
-from prism_code.tasks.find_outcome import FindOutcome, answer_grammar, parse_answer
+from prism_code.tasks.find_outcome import FindOutcome, answer_grammar, parse_function_json
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +104,7 @@ def find_long_context(session: LlamaSession, search: FunctionSearch, description
         if gen.stats.finish_reason == "cancelled":
             raise Cancelled("find cancelled")
         stats["answer"] = gen.text
-        chosen = parse_answer(gen.text, names)
+        chosen = parse_function_json(gen.text, names)
         if chosen is None:
             log.info("long-context answer named no function in context: %r", gen.text)
     stats["chosen_by"] = "answer" if chosen else "fallback: the answer named no function in context"

@@ -31,8 +31,8 @@ class FindOutcome:
         return [r.to_json() for r in self.results]
 
 
-def parse_answer(text: str, names: list[str]) -> str | None:
-    """The memory key the answer names, read tolerantly; None when it names none."""
+def parse_function_json(text: str, names: list[str]) -> str | None:
+    """The memory key a `{"function": NAME}` answer names, read tolerantly; None when it names none."""
     value: object = None
     try:
         data = json.loads(text)

@@ -44,7 +44,7 @@ from prism_code.memory.schema import format_path
 from prism_code.memory.schemas import CandidateMatch, CandidateMatches
 from prism_code.tasks.find_events import FindEvent, FindListener
 from prism_code.tasks.find_function import FoundFunction, FunctionSearch
-from prism_code.tasks.find_outcome import FindOutcome, answer_grammar, parse_answer
+from prism_code.tasks.find_outcome import FindOutcome, answer_grammar, parse_function_json
 from prism_code.tasks.query_likelihood import (
     DEFAULT_DESCRIPTION_TOKENS,
     DEFAULT_LINES,
@@ -291,7 +291,7 @@ def _by_memory(query: _Query, passed: PassResult, keys: list[str], names: list[s
                             "decoded": gen.stats.decoded}
     if gen.stats.finish_reason == "cancelled":
         raise Cancelled("find cancelled")
-    answer = parse_answer(gen.text, names)
+    answer = parse_function_json(gen.text, names)
     if answer is None:
         log.info("prism answer named no candidate: %r", gen.text)
         stats["chosen_by"] = "retrieval: the answer named no memory entry"

@@ -196,7 +196,7 @@ def parse_margin(text: str, labels: Sequence[str]) -> tuple[str | None, str]:
     return _parse_named(MARGIN_OPEN + MARGIN_NAME_OPEN, text, "function", "why", labels)
 
 
-def parse_answer(text: str, labels: Sequence[str]) -> tuple[str | None, str]:
+def parse_final_answer(text: str, labels: Sequence[str]) -> tuple[str | None, str]:
     """The final answer's (label, reason), from the text decoded after ANSWER_OPEN."""
     return _parse_named(ANSWER_OPEN, text, "function", "reason", labels)
 
@@ -323,7 +323,7 @@ class WimReader:
         self.accounting.add(gen.stats)
         if gen.stats.finish_reason == "cancelled":
             raise Cancelled("find cancelled")
-        return parse_answer(gen.text, labels)
+        return parse_final_answer(gen.text, labels)
 
     def _read_count(self, margins: Sequence[Margin]) -> int:
         bounds = segment_bounds(len(self.candidates), self.settings.first_segment, self.settings.segment)
