@@ -24,7 +24,7 @@ class BackendError(RuntimeError):
 
 if TYPE_CHECKING:
     # Typing only: importing llama_cpp loads llama.cpp's shared library.
-    from llama_cpp import LlamaGrammar
+    from llama_cpp.llama_grammar import LlamaGrammar
 
 
 class CompletionBackend(Protocol):

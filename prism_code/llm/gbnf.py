@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import llama_cpp
+from llama_cpp.llama_grammar import LlamaGrammar
 
 
 def gbnf_literal(text: str) -> str:
@@ -12,8 +12,8 @@ def gbnf_literal(text: str) -> str:
     return f'"{escaped}"'
 
 
-def starts_with(text: str) -> llama_cpp.LlamaGrammar:
+def starts_with(text: str) -> LlamaGrammar:
     """Output that begins with `text` and goes on freely (token healing)."""
     if not text:
         raise ValueError("empty text")
-    return llama_cpp.LlamaGrammar.from_string(f"root ::= {gbnf_literal(text)} [^\\x00]*\n", verbose=False)
+    return LlamaGrammar.from_string(f"root ::= {gbnf_literal(text)} [^\\x00]*\n", verbose=False)

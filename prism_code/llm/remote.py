@@ -43,7 +43,7 @@ from .types import (
 )
 
 if TYPE_CHECKING:
-    import llama_cpp
+    from llama_cpp.llama_grammar import LlamaGrammar
 
 log = logging.getLogger(__name__)
 
@@ -233,7 +233,7 @@ class RemoteSession:
         prompt_tokens: Sequence[int],
         max_tokens: int = 256,
         stop: Sequence[str] = (),
-        grammar: llama_cpp.LlamaGrammar | None = None,
+        grammar: LlamaGrammar | None = None,
         temperature: float = 0.0,
         cancelled: CancelCheck | None = None,
         seed: int | None = None,

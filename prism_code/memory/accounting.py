@@ -13,8 +13,11 @@ from typing import Protocol
 
 
 class TokenStats(Protocol):
-    reused: int
-    encoded: int
+    # Read-only: GenerationStats and PrefillStats are frozen.
+    @property
+    def reused(self) -> int: ...
+    @property
+    def encoded(self) -> int: ...
 
 
 @dataclass

@@ -10,22 +10,21 @@ the converter allows a space keeps the model on its own path.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    import llama_cpp
+    from llama_cpp.llama_grammar import LlamaGrammar
 
 _SPACE = 'space ::= " "?'
 _LAYOUT = 'space ::= ("\\n" [ ]{0,12} | " ")?'
 
 
-def json_layout_grammar(schema: dict) -> llama_cpp.LlamaGrammar:
+def json_layout_grammar(schema: dict[str, Any]) -> LlamaGrammar:
     # Imported here: llama.cpp's library loads with it, and the memory modules are
     # imported by readers of notes (hover) that never build a grammar.
-    import llama_cpp
-    from llama_cpp.llama_grammar import json_schema_to_gbnf
+    from llama_cpp.llama_grammar import LlamaGrammar, json_schema_to_gbnf
 
     gbnf = json_schema_to_gbnf(json.dumps(schema))
     if _SPACE not in gbnf:
         raise RuntimeError("llama.cpp's grammar converter changed its whitespace rule")
-    return llama_cpp.LlamaGrammar.from_string(gbnf.replace(_SPACE, _LAYOUT), verbose=False)
+    return LlamaGrammar.from_string(gbnf.replace(_SPACE, _LAYOUT), verbose=False)

@@ -20,8 +20,9 @@ from dataclasses import asdict, dataclass, field
 from prism_code.index import RepoIndex
 from prism_code.llm.backend import CompletionBackend
 from prism_code.llm.gbnf import starts_with
-from prism_code.llm.runtime import GenerationStats, LlamaSession, common_prefix
+from prism_code.llm.runtime import LlamaSession
 from prism_code.llm.state_cache import StateCache
+from prism_code.llm.types import GenerationStats, common_prefix
 from prism_code.retrieval.windows import RetrievedWindow, WindowRetriever
 from prism_code.tasks.fim import (
     STOP_MARKERS,

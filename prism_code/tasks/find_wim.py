@@ -48,6 +48,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import llama_cpp
+from llama_cpp.llama_grammar import LlamaGrammar
 
 from prism_code.cancel import Cancelled
 from prism_code.llm.gbnf import gbnf_literal
@@ -155,7 +156,7 @@ def segment_bounds(n: int, first: int, size: int) -> list[tuple[int, int]]:
     return bounds
 
 
-def name_grammar(labels: Sequence[str], tail_key: str, chars: int) -> llama_cpp.LlamaGrammar:
+def name_grammar(labels: Sequence[str], tail_key: str, chars: int) -> LlamaGrammar:
     """Continues after an opening quote: one of `labels`, then `", "<tail_key>": "<text>"}`."""
     names = " | ".join(gbnf_literal(label) for label in labels)
     between = gbnf_literal(f'", "{tail_key}": "')
@@ -163,7 +164,7 @@ def name_grammar(labels: Sequence[str], tail_key: str, chars: int) -> llama_cpp.
     gbnf = (f"root ::= name {between} text {close}\n"
             f"name ::= {names}\n"
             f"text ::= [^\"\\\\\\n]{{0,{chars}}}\n")
-    return llama_cpp.LlamaGrammar.from_string(gbnf, verbose=False)
+    return LlamaGrammar.from_string(gbnf, verbose=False)
 
 
 def _parse_named(opening: str, text: str, key: str, tail_key: str, labels: Sequence[str]) -> tuple[str | None, str]:

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 from prism_code.cancel import Cancelled
 from prism_code.index import RepoIndex
-from prism_code.llm.runtime import GenerationStats, LlamaSession
+from prism_code.llm.runtime import LlamaSession
+from prism_code.llm.types import GenerationStats
 from prism_code.tasks.find_function import FoundFunction
 
 # Chosen on RepoQA needles 21-40 (0.5B): the needle's gain over a wrong first was 0.25-0.51
