@@ -16,7 +16,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcRequestCancelled
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
-from prism_code.lsp.completion_stats import Debounce
+from prism_code.lsp.completion_debounce import Debounce
 from prism_code.lsp.model_host import ModelHost
 
 REPO = Path(__file__).resolve().parents[1]

@@ -3,8 +3,8 @@
 Handlers only translate: URIs to workspace paths, LSP positions to lines and columns,
 library results and errors to LSP ones. Work that may take a while (search, hover,
 stopping workers) runs on a small thread pool so the event loop keeps reading messages,
-which is what lets `$/cancelRequest` arrive while a search runs. Completions run on the
-one model thread that completion_engine schedules.
+which is what lets `$/cancelRequest` arrive while a search runs. Completions, model find and
+the notes pass run on the one model thread that model_scheduler schedules.
 """
 
 from __future__ import annotations
@@ -30,9 +30,10 @@ from prism_code.cancel import Cancelled
 from prism_code.config import cache_root
 from prism_code.lsp import commands, completion_items, heap, stdio
 from prism_code.lsp.bridge import FIND_PROGRESS, NOTES_PROGRESS, ClientBridge, ClientLogHandler
-from prism_code.lsp.completion_engine import CompletionEngine, CompletionRequest, last_code_position
+from prism_code.lsp.completion_debounce import CompletionRequest
 from prism_code.lsp.locations import cursor, lsp_lines, span_range, uri_path
 from prism_code.lsp.model_host import ModelHost
+from prism_code.lsp.model_scheduler import ModelScheduler, last_code_position
 from prism_code.lsp.notes_pass import NotesScheduler
 from prism_code.lsp.protocol import CheckedProtocol
 from prism_code.lsp.settings import Settings, parse_settings
@@ -66,7 +67,7 @@ class PrismServer(LanguageServer):
         self.initialization_options: Any = None
         self.states: dict[Path, WorkspaceState] = {}
         self.bridge: ClientBridge | None = None
-        self.completions: CompletionEngine | None = None
+        self.models: ModelScheduler | None = None
         self.notes: NotesScheduler | None = None
         self.pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="prism-request")
 
@@ -107,10 +108,10 @@ class PrismServer(LanguageServer):
         self.settings = settings
         for state in self.states.values():
             state.reconfigure(settings)
-        if self.completions is not None:
-            self.completions.configure(settings.model_path, settings.threads,
-                                       settings.completion_max_lines,
-                                       (settings.cache_dir or cache_root()) / "kv-states")
+        if self.models is not None:
+            self.models.configure(settings.model_path, settings.threads,
+                                  settings.completion_max_lines,
+                                  (settings.cache_dir or cache_root()) / "kv-states")
         if self.notes is not None:
             self.notes.configure(settings.notes_enabled, list(self.states.values()))
 
@@ -133,7 +134,7 @@ class PrismServer(LanguageServer):
 
     def completion_document(self, uri: str) -> tuple[WorkspaceState, str, str] | None:
         """(workspace, path, buffer text) of a document completions serve; None when off."""
-        if not self.settings.completion_enabled or self.completions is None:
+        if not self.settings.completion_enabled or self.models is None:
             return None
         located, text = self.locate(uri), self.open_buffer(uri)
         if located is None or text is None or language_for_path(located[1]) is None:
@@ -145,14 +146,14 @@ class PrismServer(LanguageServer):
         """The completion at a position (None: nothing to offer) and the cursor line's text
         before the cursor; None when completions do not serve this document."""
         document = self.completion_document(uri)
-        if document is None or self.completions is None:
+        if document is None or self.models is None:
             return None
         state, path, text = document
         lines = lsp_lines(text)
         line, col = cursor(self.workspace.position_codec, lines, position)
         request = CompletionRequest(uri, state, path, text, line, col + 1)
         with self.protocol.cancellable() as flag:
-            result = await self.completions.complete(request, flag)
+            result = await self.models.complete(request, flag)
         if result is not None and not result.completion.strip():
             result = None
         return result, lines[line - 1][:col]
@@ -189,8 +190,8 @@ SERVER = PrismServer()
 def initialize(ls: PrismServer, params: types.InitializeParams) -> None:
     bridge = ls.bridge = ClientBridge(ls, asyncio.get_running_loop())
     host = ModelHost(lambda message: bridge.show(types.MessageType.Error, message))
-    ls.completions = CompletionEngine(asyncio.get_running_loop(), host, ls.index_busy)
-    ls.notes = NotesScheduler(asyncio.get_running_loop(), ls.completions,
+    ls.models = ModelScheduler(asyncio.get_running_loop(), host, ls.index_busy)
+    ls.notes = NotesScheduler(asyncio.get_running_loop(), ls.models,
                               lambda title: bridge.progress(title, NOTES_PROGRESS), ls.open_paths)
     handler = ClientLogHandler(ls.bridge)
     logging.getLogger("prism_code").addHandler(handler)
@@ -203,10 +204,10 @@ async def initialized(ls: PrismServer, params: types.InitializedParams) -> None:
     # What was imported lives as long as the process: the collector need not walk it again.
     heap.settle(force=True)
     ls.open_workspaces()
-    if ls.settings.completion_enabled and ls.completions is not None:
+    if ls.settings.completion_enabled and ls.models is not None:
         # Loading takes ~0.7 s, mostly reading the file: overlapping it with indexing
         # takes it off the first completion.
-        ls.completions.preload()
+        ls.models.preload()
     await watch_files(ls)
 
 
@@ -232,8 +233,8 @@ async def watch_files(ls: PrismServer) -> None:
 async def shutdown(ls: PrismServer, params: None) -> None:
     if ls.notes is not None:
         ls.notes.close()
-    if ls.completions is not None:
-        await ls.completions.aclose()
+    if ls.models is not None:
+        await ls.models.aclose()
     states = list(ls.states.values())
     await asyncio.get_running_loop().run_in_executor(
         None, lambda: [state.stop() for state in states])
@@ -277,11 +278,11 @@ def did_open(ls: PrismServer, params: types.DidOpenTextDocumentParams) -> None:
         state.set_buffer(path, params.text_document.text, EDIT_DEBOUNCE_S)
         if ls.notes is not None:
             ls.notes.request(state, opened=path)  # its functions are noted first
-    if ls.completions is not None and (document := ls.completion_document(uri)) is not None:
+    if ls.models is not None and (document := ls.completion_document(uri)) is not None:
         # The first completion in a file should not pay for loading the model and its context.
         state, path, text = document
-        ls.completions.warm_when_idle(CompletionRequest(uri, state, path, text,
-                                                        *last_code_position(text)))
+        ls.models.warm_when_idle(CompletionRequest(uri, state, path, text,
+                                                   *last_code_position(text)))
 
 
 @SERVER.feature(types.TEXT_DOCUMENT_DID_CHANGE)
@@ -301,8 +302,8 @@ def did_save(ls: PrismServer, params: types.DidSaveTextDocumentParams) -> None:
 
 @SERVER.feature(types.TEXT_DOCUMENT_DID_CLOSE)
 def did_close(ls: PrismServer, params: types.DidCloseTextDocumentParams) -> None:
-    if ls.completions is not None:
-        ls.completions.forget(params.text_document.uri)
+    if ls.models is not None:
+        ls.models.forget(params.text_document.uri)
     # Closing without saving throws the edits away: the disk is right again.
     if (located := ls.locate(params.text_document.uri)) is not None:
         state, path = located
@@ -401,14 +402,14 @@ async def find_function(ls: PrismServer, *arguments: Any) -> list[dict[str, Any]
 
 async def find_with_model(ls: PrismServer, args: commands.FindArgs, states: list[WorkspaceState]) -> list:
     """A PRISM / WiM / long-context pass on the model thread; its steps stream as $/progress."""
-    if ls.completions is None or ls.bridge is None:
+    if ls.models is None or ls.bridge is None:
         raise JsonRpcInternalError("the model is not available before initialization")
     bridge = ls.bridge
     with ls.protocol.cancellable() as flag:
         def job(session: Any) -> list:
             if session is None:
                 raise JsonRpcInternalError(f"the {args.strategy} strategy needs the local model, "
-                                           f"which is unavailable: {ls.completions.host.error or 'not loaded'}")
+                                           f"which is unavailable: {ls.models.host.error or 'not loaded'}")
             progress = bridge.progress(f"PRISM: {args.strategy}", FIND_PROGRESS)
             progress.begin()
             try:
@@ -416,13 +417,13 @@ async def find_with_model(ls: PrismServer, args: commands.FindArgs, states: list
                     progress.report(event.stage, event.message, 100 * event.done / max(event.total, 1))
                 found = [hit for state in states for hit in state.find_with_model(
                     args.strategy, args.description, args.top, session, on_event, flag.is_set,
-                    ls.completions.state_dir)]
+                    ls.models.state_dir)]
             finally:
                 progress.end("done")
             return found[:args.top]
 
         try:
-            return await asyncio.wrap_future(ls.completions.submit_editor(job))
+            return await asyncio.wrap_future(ls.models.submit_editor(job))
         except Cancelled as exc:
             raise JsonRpcRequestCancelled(str(exc)) from None
         except ValueError as exc:
@@ -455,7 +456,7 @@ def status(ls: PrismServer, *arguments: Any) -> dict[str, Any]:
                   **{key: sum(f["notes"][key] for f in folders) for key in ("done", "total")}},
         "cacheDir": folders[0]["cacheDir"] if folders else None,
         "modelPath": ls.settings.to_json()["modelPath"],
-        **(ls.completions.status() if ls.completions is not None else {}),
+        **(ls.models.status() if ls.models is not None else {}),
         "hoverBuffers": HOVER_BUFFERS.stats(),
         "settings": ls.settings.to_json(),
         "workspaces": folders,

@@ -1,4 +1,4 @@
-"""What finished completions teach the server: how long to debounce, and the status counters."""
+"""The completion counters the server reports in its status (the debounce is in completion_debounce)."""
 
 from __future__ import annotations
 
@@ -9,34 +9,6 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from prism_code.tasks.complete import CompletionResult
-
-DEBOUNCE_MIN_S = 0.15
-DEBOUNCE_MAX_S = 0.4
-# Weight of the newest latency in the running estimate: a few requests move it.
-_SMOOTHING = 0.3
-
-
-class Debounce:
-    """Half the typical completion latency, within 150-400 ms.
-
-    When completions are slow, a keystroke that lands mid-generation cancels it, and every
-    cancelled prefill is CPU taken from the request that counts: waiting a little longer
-    before starting wastes less.
-    """
-
-    def __init__(self) -> None:
-        self._latency_ms: float | None = None
-
-    def observe(self, latency_ms: float) -> None:
-        previous = self._latency_ms
-        self._latency_ms = latency_ms if previous is None else (
-            (1 - _SMOOTHING) * previous + _SMOOTHING * latency_ms)
-
-    @property
-    def delay(self) -> float:
-        if self._latency_ms is None:
-            return DEBOUNCE_MIN_S
-        return min(DEBOUNCE_MAX_S, max(DEBOUNCE_MIN_S, self._latency_ms / 2000))
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """The one local model the server completes with, opened on first use.
 
 Every method except `configure` and `status` runs on the model thread (see
-completion_engine), so opening, re-threading and closing never race a generation.
+model_scheduler), so opening, re-threading and closing never race a generation.
 A model that cannot be opened is reported once, with the fix in the message, and stays
 off until the settings name another model.
 """

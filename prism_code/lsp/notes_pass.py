@@ -1,13 +1,13 @@
 """The background PRISM function-notes pass: the library's `run_notes`, on the shared model.
 
-One model serves completions and notes, on the completion engine's model thread, and
+One model serves completions and notes, on the model scheduler's thread, and
 completions always come first: the pass polls, at every generated token, whether an
 editor job waits for the model or the editor used it in the last few seconds, and
 returns when so (each note is committed as soon as it exists, so nothing is lost). It
-starts again once the editor has left the model alone for QUIET_S, after the engine
+starts again once the editor has left the model alone for QUIET_S, after the scheduler
 has saved its KV state; the notes prompt's own prefix comes back from its state file.
 A completion that interrupts notes waits for at most one prefill batch (128 tokens) and
-then rebuilds its own context, from a state file when the engine saved one.
+then rebuilds its own context, from a state file when the scheduler saved one.
 
 A pass starts when a workspace finishes indexing (and embedding), takes the files open
 in the editor first, and restarts with the new order when another file is opened. It
@@ -26,13 +26,13 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
-from prism_code.lsp.completion_engine import CompletionEngine
+from prism_code.lsp.model_scheduler import ModelScheduler
 from prism_code.lsp.workspace_state import ProgressSink, WorkspaceState
 
 log = logging.getLogger(__name__)
 
 # The editor leaves the model alone this long (after its last request and its last job)
-# before notes take it back: past the engine's KV checkpoint (3 s), and long enough that
+# before notes take it back: past the scheduler's KV checkpoint (3 s), and long enough that
 # a pause in typing is not taken for the end of it.
 QUIET_S = 5.0
 # How soon to look again when the pass cannot start yet.
@@ -44,11 +44,11 @@ OFF, WAITING, WRITING, DONE, PAUSED, NO_MODEL, FAILED = (
 
 
 class NotesScheduler:
-    def __init__(self, loop: asyncio.AbstractEventLoop, engine: CompletionEngine,
+    def __init__(self, loop: asyncio.AbstractEventLoop, scheduler: ModelScheduler,
                  progress: Callable[[str], ProgressSink],
                  open_paths: Callable[[WorkspaceState], list[str]]) -> None:
         self._loop = loop
-        self._engine = engine
+        self._scheduler = scheduler
         self._new_progress = progress
         self._open_paths = open_paths  # files open in the editor, most recent first
         self._enabled = True
@@ -128,8 +128,8 @@ class NotesScheduler:
             for root in list(self._progress):
                 self._end_root(root, "notes paused" if self._paused else "notes off")
             return
-        quiet = QUIET_S - (time.monotonic() - self._engine.last_activity)
-        if quiet > 0 or self._engine.model_wanted():
+        quiet = QUIET_S - (time.monotonic() - self._scheduler.last_activity)
+        if quiet > 0 or self._scheduler.model_wanted():
             self._kick(max(quiet, RETRY_S))
             return
         state = next((s for s in self._pending.values() if not s.busy and s.index is not None),
@@ -139,7 +139,7 @@ class NotesScheduler:
             return
         self._running, self._priority = state, self._open_paths(state)
         generation = self._generation
-        future = self._engine.submit_background(self._run, state, list(self._priority), generation)
+        future = self._scheduler.submit_background(self._run, state, list(self._priority), generation)
         future.add_done_callback(lambda f: self._loop.call_soon_threadsafe(self._finished, state, f))
 
     def _finished(self, state: WorkspaceState, future: Future) -> None:
@@ -184,14 +184,14 @@ class NotesScheduler:
     def _yield(self, state: WorkspaceState, generation: int) -> bool:
         return (self._closing or self._paused or not self._enabled
                 or generation != self._generation or state.busy
-                or self._engine.model_wanted()
-                or time.monotonic() - self._engine.last_activity < QUIET_S)
+                or self._scheduler.model_wanted()
+                or time.monotonic() - self._scheduler.last_activity < QUIET_S)
 
     def _run(self, state: WorkspaceState, priority: list[str], generation: int):
         index = state.index
         if index is None or self._yield(state, generation):
             return _Cancelled()
-        session = self._engine.background_session()
+        session = self._scheduler.background_session()
         if session is None:
             return None
         from prism_code.llm.state_cache import StateCache
@@ -216,7 +216,7 @@ class NotesScheduler:
         store = state.notes_store(index)
         run = run_notes(session, index, priority=priority,
                         cancelled=lambda: self._yield(state, generation), progress=report,
-                        store=store, state_cache=StateCache(self._engine.state_dir))
+                        store=store, state_cache=StateCache(self._scheduler.state_dir))
         if not run.cancelled:
             state.noted = (run.total - run.failed, run.total)
             # Module summaries (hovers over modules and imports) once a file is fully noted.

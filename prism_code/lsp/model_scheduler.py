@@ -1,14 +1,11 @@
-"""Completions on the one local model, scheduled so that typing stays cheap.
+"""All work on the one local model, scheduled so that typing stays cheap.
 
 One model thread runs everything that touches the model (loading, warm-ups, completions,
-checkpoints): a llama.cpp context does one thing at a time, and the event loop must stay
-free for hover and find. Each document has one live request: a newer one supersedes it,
-and a superseded generation stops at its next token (or prefill batch) through its
-`cancelled` callback. A request first waits out a debounce, so a burst of keystrokes
-costs one generation, unless the user typed what the last suggestion begins with: that
-answer is read off the suggestion at once (tasks/typed_through.py). Identical requests
-(VS Code asks for a list item and for ghost text at the same place) share one generation
-and its answer.
+model find, checkpoints, the notes pass): a llama.cpp context does one thing at a time, and
+the event loop must stay free for hover and find. Completion requests go through
+lsp/completion_debounce.py (one live request per document, superseding, adaptive debounce)
+unless the user typed what the last suggestion begins with: that answer is read off the
+suggestion at once (tasks/typed_through.py), before any debounce.
 
 The KV cache holds one prompt, so warm-ups only run where a completion is about to be
 asked for: while a request on a new line waits out its debounce, and for a document just
@@ -27,12 +24,12 @@ import threading
 import time
 from collections.abc import Callable, Coroutine
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from prism_code.lsp.completion_stats import CompletionStats, Debounce
 from prism_code.llm.cpu_load import CpuMeter
+from prism_code.lsp.completion_debounce import CompletionDebounce, CompletionRequest, PendingCompletion
+from prism_code.lsp.completion_stats import CompletionStats
 from prism_code.lsp.model_host import ModelHost
 from prism_code.lsp.workspace_state import WorkspaceState
 
@@ -52,32 +49,10 @@ MIN_STATE_TOKENS = 64
 SHUTDOWN_TIMEOUT_S = 10.0
 
 
-@dataclass(frozen=True, eq=False)
-class CompletionRequest:
-    uri: str
-    workspace: WorkspaceState
-    path: str  # workspace-relative
-    text: str  # the editor's buffer, unsaved edits included
-    line: int  # 1-based
-    col: int  # 1-based character column, as Completer counts it
+class ModelScheduler:
+    """The model thread: editor work (completions, warm-ups, model find) first, background
+    work (the notes pass) when the editor leaves the model alone."""
 
-    def same_place(self, other: CompletionRequest) -> bool:
-        return (self.workspace is other.workspace and (self.uri, self.path, self.line, self.col)
-                == (other.uri, other.path, other.line, other.col) and self.text == other.text)
-
-
-@dataclass(eq=False)
-class _Job:
-    request: CompletionRequest
-    answer: asyncio.Future[CompletionResult | None]
-    waiters: list[threading.Event]  # each asker's $/cancelRequest flag
-    superseded: bool = False
-
-    def cancelled(self) -> bool:
-        return self.superseded or all(flag.is_set() for flag in self.waiters)
-
-
-class CompletionEngine:
     def __init__(self, loop: asyncio.AbstractEventLoop, host: ModelHost,
                  index_busy: Callable[[], bool]) -> None:
         self._loop = loop
@@ -85,9 +60,8 @@ class CompletionEngine:
         self._index_busy = index_busy
         self._cpu = CpuMeter()  # read on the model thread only
         self._model = ThreadPoolExecutor(max_workers=1, thread_name_prefix="prism-model")
-        self.debounce = Debounce()
+        self.requests = CompletionDebounce(loop)
         self.stats = CompletionStats()
-        self._jobs: dict[str, _Job] = {}  # the latest job per document URI
         self._place: tuple[str, int] | None = None  # (uri, line) of the latest request
         self._last_request = 0.0  # monotonic
         self._opened: CompletionRequest | None = None  # the document waiting for a warm-up
@@ -118,14 +92,8 @@ class CompletionEngine:
             return None
         self.stats.requests += 1
         self._last_request = time.monotonic()
-        job = self._jobs.get(request.uri)
-        if job is not None and job.request.same_place(request) and not job.cancelled():
-            job.waiters.append(flag)
-        else:
-            if job is not None:
-                job.superseded = True
-            job = _Job(request, self._loop.create_future(), [flag])
-            self._jobs[request.uri] = job
+        job, new = self.requests.enter(request, flag)
+        if new:
             self._warm_new_line(request)
             self._spawn(self._run(job))
         # Shielded: one asker's cancel must not take the answer from the others.
@@ -154,9 +122,7 @@ class CompletionEngine:
 
     def forget(self, uri: str) -> None:
         """A closed document: stop its work and drop its text."""
-        job = self._jobs.pop(uri, None)
-        if job is not None:
-            job.superseded = True
+        self.requests.forget(uri)
         if self._opened is not None and self._opened.uri == uri:
             self._opened = None
 
@@ -216,15 +182,13 @@ class CompletionEngine:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _run(self, job: _Job) -> None:
+    async def _run(self, job: PendingCompletion) -> None:
         result = None
         try:
             # Typing into the suggestion needs no model: answered before any debounce.
             result = await asyncio.wrap_future(self._submit(self._follow, job))
-            if result is None:
-                await asyncio.sleep(self.debounce.delay)
-                if not job.cancelled():
-                    result = await asyncio.wrap_future(self._submit(self._generate, job))
+            if result is None and await self.requests.settled(job):
+                result = await asyncio.wrap_future(self._submit(self._generate, job))
         except Exception:  # noqa: BLE001 - a failed completion is an empty one, never a crash
             log.exception("completion in %s failed", job.request.path)
         finally:
@@ -232,8 +196,7 @@ class CompletionEngine:
                 job.answer.set_result(result)
             if result is not None:
                 self.stats.observe(result)
-                if not result.typed_through:  # the debounce guards model work; these did none
-                    self.debounce.observe(result.latency_ms)
+                self.requests.observe(result)
             elif job.cancelled():
                 self.stats.cancelled += 1
             self._schedule_checkpoint()
@@ -285,7 +248,7 @@ class CompletionEngine:
         self._last_completer = completer
         return completer
 
-    def _follow(self, job: _Job) -> CompletionResult | None:
+    def _follow(self, job: PendingCompletion) -> CompletionResult | None:
         """The answer read off the workspace's last suggestion, or None (no model is loaded for this)."""
         r = job.request
         completer = self._completers.get(r.workspace.root)
@@ -294,7 +257,7 @@ class CompletionEngine:
             return None
         return completer.follow(r.path, r.text, r.line, r.col)
 
-    def _generate(self, job: _Job) -> CompletionResult | None:
+    def _generate(self, job: PendingCompletion) -> CompletionResult | None:
         completer = None if job.cancelled() else self._completer(job.request.workspace)
         if completer is None:
             return None
@@ -336,14 +299,13 @@ class CompletionEngine:
     async def aclose(self) -> None:
         """Stop taking work, save the KV state for the next start and free the model."""
         self._closing = True
-        for job in self._jobs.values():
-            job.superseded = True
+        self.requests.supersede_all()
         if self._checkpoint_timer is not None:
             self._checkpoint_timer.cancel()
         try:
             await asyncio.wait_for(asyncio.wrap_future(self._submit(self._final)),
                                    SHUTDOWN_TIMEOUT_S)
-        except (TimeoutError, asyncio.TimeoutError):
+        except TimeoutError:  # asyncio.TimeoutError is TimeoutError since Python 3.11
             log.warning("the model did not stop within %.0f s", SHUTDOWN_TIMEOUT_S)
         finally:
             self._model.shutdown(wait=False, cancel_futures=True)
@@ -351,7 +313,7 @@ class CompletionEngine:
     def status(self) -> dict[str, Any]:
         return {"model": self.host.status(),
                 "completion": {**self.stats.to_json(),
-                               "debounceMs": round(self.debounce.delay * 1000)}}
+                               "debounceMs": round(self.requests.debounce.delay * 1000)}}
 
 
 def last_code_position(text: str) -> tuple[int, int]:
