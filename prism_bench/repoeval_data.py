@@ -133,11 +133,6 @@ def materialise_project(spec: ProjectSpec, cache_dir: Path | None = None) -> Pat
     )
 
 
-def materialise_projects(cache_dir: Path | None = None,
-                         projects: Iterable[ProjectSpec] = PROJECTS) -> list[Path]:
-    return [materialise_project(spec, cache_dir) for spec in projects]
-
-
 # ---- tasks --------------------------------------------------------------------------------
 
 

@@ -484,9 +484,6 @@ class Store:
         nodes = {node for (node,) in self.db.execute("SELECT node FROM dirty_nodes")}
         return changed, recompute, nodes
 
-    def load_edges(self) -> list[tuple[str, str, str, float]]:
-        return self.db.execute("SELECT owner, u, v, weight FROM edges").fetchall()
-
     def _survive(self, damage: sqlite3.DatabaseError) -> bool:
         """Recover from damage met outside an index update (the vectors, read by a search),
         without waiting for another process's writer; True if the file was replaced. The

@@ -1,4 +1,4 @@
-"""Chain-of-Key summaries of modules and of the repository, on the PRISM revision engine.
+"""Chain-of-Key summaries of modules, on the PRISM revision engine.
 
 A module summary (`ModuleSummary{purpose, key_functions, depends_on}`) starts from what
 the index knows without a model: the module docstring, the files it imports. As the
@@ -6,8 +6,7 @@ notes of its functions arrive, one CoK step merges them in, in the paper's two p
 within one answer: first UPDATE revisions on paths that already exist (the purpose, a
 function already listed), then ADD revisions for keys that are new. Each part is
 constrained by a grammar naming exactly the paths it may touch, and every revision
-still goes through validation. The repository summary (`RepoSummary{purpose,
-modules}`) is the same step one level up, fed with module summaries.
+still goes through validation.
 """
 
 from __future__ import annotations
@@ -34,7 +33,7 @@ from prism_code.memory.revisions import (
     revision_json_schema,
 )
 from prism_code.memory.schema import format_path, schema_source
-from prism_code.memory.schemas import FunctionNote, ModuleSummary, RepoSummary
+from prism_code.memory.schemas import FunctionNote, ModuleSummary
 from prism_code.workspace import content_hash
 
 if TYPE_CHECKING:
@@ -42,12 +41,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-REPO_KEY = ""  # the repository summary's row in the summaries table
-
-
 @dataclass(frozen=True)
 class SummaryLookup:
-    summary: dict  # ModuleSummary or RepoSummary as JSON
+    summary: dict  # ModuleSummary as JSON
     source: str  # LLM | DETERMINISTIC
 
 
@@ -263,40 +259,3 @@ class ModuleSummarizer:
             if progress is not None:
                 progress(n + 1, len(todo))
         return done
-
-
-# ---- the repository ----------------------------------------------------------------------------
-
-
-def repo_summary(index: RepoIndex, store: NotesStore | None = None) -> SummaryLookup:
-    """The repository summary made by `summarize_repo`, else one listing the module purposes."""
-    own = store is None
-    store = store or NotesStore.for_index(index)
-    try:
-        stored = store.summary(REPO_KEY)
-        if stored is not None:
-            return SummaryLookup(stored.summary, LLM)
-        modules = {p: module_summary(index, p, store).summary["purpose"] for p in file_order(index)[:40]}
-        return SummaryLookup(asdict(RepoSummary(purpose=f"Repository {index.root.name}.", modules=modules)),
-                             DETERMINISTIC)
-    finally:
-        if own:
-            store.close()
-
-
-def summarize_repo(session: LlamaSession, index: RepoIndex, store: NotesStore, *, modules_per_step: int = 6,
-                   cancelled: Callable[[], bool] | None = None) -> dict:
-    """CoK over the module summaries, a few modules per step, into a RepoSummary."""
-    stored = store.summary(REPO_KEY)
-    memory = stored.summary if stored is not None else asdict(RepoSummary("", {}))
-    paths = [p for p in file_order(index) if any(f.path == p for f in index.functions())]
-    for i in range(0, len(paths), modules_per_step):
-        if cancelled is not None and cancelled():
-            break
-        group = {p: module_summary(index, p, store).summary["purpose"] for p in paths[i:i + modules_per_step]}
-        updates = [Target(str, path="$.'purpose'")]
-        adds = [Target(str, path=format_path(("modules", p))) for p in group if p not in memory["modules"]]
-        cok_step(session, RepoSummary, memory, "\n".join(json.dumps({p: v}) for p, v in group.items()),
-                 updates, adds, max_updates=1, cancelled=cancelled)
-    store.put_summary(REPO_KEY, "", memory, session.model_path.name)
-    return memory

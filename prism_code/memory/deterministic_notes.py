@@ -140,9 +140,3 @@ def notes_for(index: RepoIndex, path: str, qualname: str,
         if own:
             store.close()
     return NoteLookup(deterministic_note(index, fragment), DETERMINISTIC)
-
-
-
-def note_text(lookup: NoteLookup | None) -> str:
-    """The note as card text for dense search ("" when there is none)."""
-    return lookup.note.text() if lookup is not None else ""

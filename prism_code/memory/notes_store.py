@@ -13,7 +13,7 @@ import json
 import sqlite3
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Self
 
@@ -151,10 +151,6 @@ def _note(row: tuple | None) -> StoredNote | None:
         return None
     path, qualname, content_hash, purpose, input_, output, procedure, model = row
     return StoredNote(path, qualname, content_hash, FunctionNote(purpose, input_, output, procedure), model)
-
-
-def note_json(note: FunctionNote) -> dict[str, str]:
-    return asdict(note)
 
 
 def function_hash(index: RepoIndex, fragment: Fragment) -> str:

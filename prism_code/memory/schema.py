@@ -309,19 +309,6 @@ def _expected(where: str, t: Any, value: Any) -> str:
     return f"{where}: expected {type_name(t)}, got {got}"
 
 
-def empty_value(t: Any) -> Any:
-    """The empty instance of a container type ({} for dicts and records, [] for lists)."""
-    inner = optional_inner(t)
-    if inner is not None:
-        return None
-    origin = typing.get_origin(t)
-    if origin is list:
-        return []
-    if origin is dict or is_record(t):
-        return {}
-    raise SchemaError(f"{type_name(t)} has no empty value")
-
-
 # ---- JSON schema (for llama.cpp grammars) ------------------------------------------------
 
 

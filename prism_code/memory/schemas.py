@@ -50,14 +50,6 @@ class ModuleSummary:
 
 
 @dataclass
-class RepoSummary:
-    """A repository: what it is for and what each of its main files does."""
-
-    purpose: str = field(metadata={"doc": "the repository's job, at most 30 words"})
-    modules: dict[str, str] = field(metadata={"doc": "file path -> its job, at most 15 words"})
-
-
-@dataclass
 class CandidateMatch:
     """One candidate: what its text in [TEXT] shows it doing, and how well that fits [QUERY]."""
 
