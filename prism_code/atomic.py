@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 
-def atomic_write(path: Path, chunks: Iterable[bytes]) -> None:
+def atomic_write(path: Path, chunks: Iterable[bytes | memoryview]) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:

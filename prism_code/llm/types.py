@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import AnyStr
+from typing import Protocol, TypeVar
 
 
 class ContextOverflow(ValueError):
@@ -83,7 +83,17 @@ def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
     return i
 
 
-def first_stop(text: AnyStr, stops: Sequence[AnyStr], start: int = 0) -> int | None:
+_Sub = TypeVar("_Sub", contravariant=True)
+_Stop = TypeVar("_Stop")
+
+
+class _Searchable(Protocol[_Sub]):
+    """str, bytes or bytearray (a generated text grows in one): what first_stop searches."""
+
+    def find(self, sub: _Sub, start: int, /) -> int: ...
+
+
+def first_stop(text: _Searchable[_Stop], stops: Sequence[_Stop], start: int = 0) -> int | None:
     """Where the earliest of `stops` begins in `text` at or after `start`; an empty stop never matches.
 
     Every backend, and whatever replays a generation, cuts its text here.
