@@ -55,8 +55,8 @@ def test_relations_finished_later_reach_the_rerank(index: RepoIndex):
 
 def test_a_model_note_reaches_the_card_once_embedded(index: RepoIndex):
     from prism_code.embeddings import VectorCache
+    from prism_code.memory.code_schemas import FunctionNote
     from prism_code.memory.notes_store import NotesStore, function_hash, llm_note_texts
-    from prism_code.memory.schemas import FunctionNote
     from prism_code.retrieval.dense import Embedder
 
     (index.root / "pkg" / "terse.py").write_text(

@@ -10,6 +10,7 @@ import pytest
 
 from prism_code.cli import main as cli_main
 from prism_code.index import RepoIndex
+from prism_code.memory.code_schemas import FunctionNote
 from prism_code.memory.cok import ModuleSummarizer, files_ready_for_summary, module_summary
 from prism_code.memory.deterministic_notes import (
     DETERMINISTIC,
@@ -21,7 +22,6 @@ from prism_code.memory.deterministic_notes import (
 from prism_code.memory.file_order import file_order, functions_in_order
 from prism_code.memory.note_writer import NoteWriter, run_notes
 from prism_code.memory.notes_store import NotesStore, function_hash
-from prism_code.memory.schemas import FunctionNote
 
 FIXTURE = Path(__file__).parent / "fixtures" / "pyrepo"
 FIVE = {("pkg/b.py", "helper"), ("pkg/b.py", "unrelated"), ("pkg/a.py", "caller"), ("pkg/a.py", "Greeter.greet"),
@@ -202,6 +202,7 @@ def test_module_summaries_wait_until_every_function_of_the_file_has_its_model_no
             if path == "pkg/b.py":
                 store.put(path, qualname, function_hash(index, fragment(index, path, qualname)), note, "test")
         store.put("pkg/a.py", "caller", function_hash(index, fragment(index, "pkg/a.py", "caller")), note, "test")
-        assert files_ready_for_summary(index, store) == ["pkg/b.py"]  # a.py still has two functions without a model note
+        # a.py still has two functions without a model note
+        assert files_ready_for_summary(index, store) == ["pkg/b.py"]
         store.put_summary("pkg/b.py", "stale", {"purpose": "old"}, "test")
         assert files_ready_for_summary(index, store) == ["pkg/b.py"]  # a summary of older text is redone

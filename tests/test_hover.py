@@ -162,8 +162,8 @@ def test_a_function_without_a_model_note_shows_the_deterministic_one(index):
 
 
 def test_a_model_note_for_the_current_text_wins_and_a_stale_one_does_not(index):
+    from prism_code.memory.code_schemas import FunctionNote
     from prism_code.memory.notes_store import NotesStore, function_hash
-    from prism_code.memory.schemas import FunctionNote
 
     fragment = index.fragments["pkg/core.py#build"]
     written = FunctionNote("Makes a one-item inventory.", "an item and a count",

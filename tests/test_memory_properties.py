@@ -15,9 +15,9 @@ from typing import Optional
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from prism_code.memory.code_schemas import FunctionNote
 from prism_code.memory.revisions import Applied, Revision, apply, parse_revisions, replay
 from prism_code.memory.schema import PathError, format_path, parse_path, type_at, validate
-from prism_code.memory.schemas import FunctionNote
 
 
 @dataclass

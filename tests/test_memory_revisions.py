@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from prism_code.memory.code_schemas import FunctionNote
 from prism_code.memory.grammar import json_layout_grammar
 from prism_code.memory.revisions import (
     Applied,
@@ -21,7 +22,6 @@ from prism_code.memory.revisions import (
     targets_of,
 )
 from prism_code.memory.schema import PLAIN_TEXT
-from prism_code.memory.schemas import FunctionNote
 
 
 @dataclass

@@ -8,6 +8,7 @@ from typing import Optional
 
 import pytest
 
+from prism_code.memory.code_schemas import FunctionMemory, FunctionNote
 from prism_code.memory.schema import (
     PathError,
     SchemaError,
@@ -20,7 +21,6 @@ from prism_code.memory.schema import (
     type_at,
     validate,
 )
-from prism_code.memory.schemas import FunctionMemory, FunctionNote
 
 
 @dataclass

@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from prism_code.index import RepoIndex
+from prism_code.memory.code_schemas import CandidateFunctions, FunctionNote
 from prism_code.memory.encoding import Encoding
 from prism_code.memory.file_order import functions_in_order
 from prism_code.memory.revisions import Target
-from prism_code.memory.runner import run_pass
+from prism_code.memory.runner import PassSettings, run_pass
 from prism_code.memory.schema import format_path
-from prism_code.memory.schemas import CandidateFunctions, FunctionNote
 
 if TYPE_CHECKING:
     from prism_code.llm.runtime import LlamaSession  # loads llama.cpp's library: typing only
@@ -79,8 +79,10 @@ def ablation(session: LlamaSession, index: RepoIndex, query: str = DEFAULT_QUERY
     for encoding in (Encoding.IN_PLACE, Encoding.AMENDMENTS):
         for allow_updates in (True, False):
             session.reset()
-            result = run_pass(session, TASK, query, CandidateFunctions, [c.text for c in chunks], encoding,
-                              allow_updates, targets=chunk_targets(chunks), max_revisions=3, max_tokens=max_tokens)
+            settings = PassSettings(encoding=encoding, allow_updates=allow_updates, max_revisions=3,
+                                    max_tokens=max_tokens)
+            result = run_pass(session, TASK, query, CandidateFunctions, [c.text for c in chunks], settings,
+                              targets=chunk_targets(chunks))
             rows.append({"variant": encoding.value + ("" if allow_updates else " w/o updates"),
                          "chunks": len(chunks), "applied": result.applied, "rejected": len(result.rejected),
                          "memory_entries": len(result.memory.get("candidate_functions", {})),
@@ -99,9 +101,10 @@ def grammar_comparison(session: LlamaSession, index: RepoIndex, query: str = DEF
             ("generic grammar", True, False, None),
             ("no grammar", False, False, None)):
         session.reset()
-        result = run_pass(session, TASK, query, CandidateFunctions, [c.text for c in chunks], Encoding.AMENDMENTS,
-                          True, grammar=grammar, typed_grammar=typed, targets=targets, max_revisions=3,
-                          max_tokens=max_tokens)
+        settings = PassSettings(encoding=Encoding.AMENDMENTS, allow_updates=True, grammar=grammar,
+                                typed_grammar=typed, max_revisions=3, max_tokens=max_tokens)
+        result = run_pass(session, TASK, query, CandidateFunctions, [c.text for c in chunks], settings,
+                          targets=targets)
         proposed = sum(len(step.proposed) for step in result.steps)
         rows.append({"variant": label, "proposed": proposed, "applied": result.applied,
                      "rejected": len(result.rejected),

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from prism_code.index import RepoIndex
 from prism_code.memory.accounting import Accounting
+from prism_code.memory.code_schemas import FunctionNote, ModuleSummary
 from prism_code.memory.deterministic_notes import DETERMINISTIC, LLM, notes_for
 from prism_code.memory.file_order import file_order
 from prism_code.memory.grammar import json_layout_grammar
@@ -33,7 +34,6 @@ from prism_code.memory.revisions import (
     revision_json_schema,
 )
 from prism_code.memory.schema import format_path, schema_source
-from prism_code.memory.schemas import FunctionNote, ModuleSummary
 from prism_code.workspace import content_hash
 
 if TYPE_CHECKING:

@@ -16,8 +16,8 @@ from prism_code.embeddings import name_words
 from prism_code.fragments import Fragment
 from prism_code.graph import call_links, def_node
 from prism_code.index import RepoIndex
+from prism_code.memory.code_schemas import FunctionNote
 from prism_code.memory.notes_store import NotesStore, function_hash
-from prism_code.memory.schemas import FunctionNote
 
 LLM = "llm"
 DETERMINISTIC = "deterministic"

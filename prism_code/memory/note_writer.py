@@ -38,12 +38,12 @@ from prism_code.fragments import Fragment
 from prism_code.index import RepoIndex
 from prism_code.llm.types import Generation
 from prism_code.memory.accounting import Accounting
+from prism_code.memory.code_schemas import FunctionMemory, FunctionNote
 from prism_code.memory.deterministic_notes import FIELDS, deterministic_note
 from prism_code.memory.file_order import functions_in_order
 from prism_code.memory.notes_store import NotesStore, function_hash
 from prism_code.memory.revisions import Applied, Revision, apply
 from prism_code.memory.schema import format_path, schema_source
-from prism_code.memory.schemas import FunctionMemory, FunctionNote
 from prism_code.parse import language_for_path
 
 if TYPE_CHECKING:

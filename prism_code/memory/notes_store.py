@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Self
 
 from prism_code import workspace
-from prism_code.memory.schemas import FunctionNote
+from prism_code.memory.code_schemas import FunctionNote
 
 if TYPE_CHECKING:
     from prism_code.fragments import Fragment

@@ -35,13 +35,13 @@ from prism_code.index import RepoIndex
 from prism_code.llm.runtime import LlamaSession
 from prism_code.llm.state_cache import StateCache
 from prism_code.memory.accounting import Accounting
+from prism_code.memory.code_schemas import CandidateMatch, CandidateMatches
 from prism_code.memory.deterministic_notes import notes_for
 from prism_code.memory.encoding import Encoding
 from prism_code.memory.notes_store import NotesStore
 from prism_code.memory.revisions import Target
-from prism_code.memory.runner import PassResult, StepProgress, run_pass
+from prism_code.memory.runner import PassResult, PassSettings, StepProgress, run_pass
 from prism_code.memory.schema import format_path
-from prism_code.memory.schemas import CandidateMatch, CandidateMatches
 from prism_code.tasks.find_events import FindEvent, FindListener
 from prism_code.tasks.find_function import FoundFunction, FunctionSearch
 from prism_code.tasks.find_outcome import FindOutcome, answer_grammar, parse_function_json
@@ -257,10 +257,11 @@ def _note(query: _Query, noted: list[Candidate], chunk: int, state_cache: StateC
                    p.step + steps_before)
 
     settings, session = query.settings, query.session
+    pass_settings = PassSettings(encoding=settings.encoding, allow_updates=settings.allow_updates, min_revisions=1,
+                                 max_revisions=settings.max_revisions, max_tokens=settings.step_tokens)
     passed = run_pass(session, TASK, query.description, CandidateMatches,
-                      ["\n".join(c.text for c in g) for g in groups], settings.encoding, settings.allow_updates,
-                      cancelled=query.cancelled, on_step=on_step, targets=targets, min_revisions=1,
-                      max_revisions=settings.max_revisions, max_tokens=settings.step_tokens, state_cache=state_cache)
+                      ["\n".join(c.text for c in g) for g in groups], pass_settings,
+                      cancelled=query.cancelled, on_step=on_step, targets=targets, state_cache=state_cache)
     if passed.cancelled:
         raise Cancelled("find cancelled")
     memory = passed.memory.get("candidate_functions", {})

@@ -1,4 +1,6 @@
-"""Hand-written memory schemas for code (PRISM App. A, Listing 2, adapted).
+"""Hand-written memory schemas for code (PRISM App. A, Listing 2, adapted): the memories of code.
+
+The machinery they are written in (types, paths, validation) is memory/schema.py.
 
 Field docs travel with the schema into the prompt as comments; they are where a
 small model learns how long a field should be.
