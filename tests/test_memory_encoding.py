@@ -9,7 +9,7 @@ import pytest
 from prism_code.memory.accounting import Accounting
 from prism_code.memory.encoding import Encoding, PromptBuilder
 from prism_code.memory.revisions import Revision, Target, apply
-from prism_code.memory.runner import StepProgress, run_pass
+from prism_code.memory.runner import PassSettings, StepProgress, run_pass
 
 
 @dataclass
@@ -137,9 +137,10 @@ def test_amendments_hit_the_cache_more_than_in_place_on_a_real_run(model_session
         model_session.reset()  # both start cold
         progress: list[StepProgress] = []
         results[encoding] = run_pass(
-            model_session, TASK, QUERY, Findings, CHUNKS, encoding, allow_updates=False, memory=BASE,
-            targets=[Target(str, pattern="^[$][.]'candidate_functions'[.]'[a-z_]+'$")],
-            min_revisions=1, max_revisions=2, max_tokens=80, on_step=progress.append)
+            model_session, TASK, QUERY, Findings, CHUNKS,
+            PassSettings(encoding=encoding, allow_updates=False, min_revisions=1, max_revisions=2, max_tokens=80),
+            memory=BASE, targets=[Target(str, pattern="^[$][.]'candidate_functions'[.]'[a-z_]+'$")],
+            on_step=progress.append)
         assert [(p.step, p.total) for p in progress] == [(1, 3), (2, 3), (3, 3)]
     in_place, amendments = results[Encoding.IN_PLACE], results[Encoding.AMENDMENTS]
     for result in results.values():
@@ -163,8 +164,9 @@ def test_a_later_pass_starts_from_the_state_file_of_task_rules_and_schema(model_
     runs = []
     for query in (QUERY, "Find the function that negates a value."):
         model_session.reset()  # as after other model work: nothing of the pass is cached
-        runs.append(run_pass(model_session, TASK, query, Findings, CHUNKS[:1], Encoding.AMENDMENTS, memory=BASE,
-                             max_tokens=8, state_cache=states))
+        runs.append(run_pass(model_session, TASK, query, Findings, CHUNKS[:1],
+                             PassSettings(encoding=Encoding.AMENDMENTS, max_tokens=8), memory=BASE,
+                             state_cache=states))
     first, second = (r.accounting for r in runs)
     # The first pass evaluates the stable prefix once to write its file; the second restores it.
     assert len(states.entries()) == 1 and states.entries()[0].n_tokens == len(stable)

@@ -13,7 +13,7 @@ import copy
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from prism_code.llm.state_cache import StateCache
 from prism_code.llm.types import PrefillStats, common_prefix
@@ -31,6 +31,8 @@ from prism_code.memory.revisions import (
 )
 
 if TYPE_CHECKING:
+    from llama_cpp.llama_grammar import LlamaGrammar
+
     from prism_code.llm.runtime import LlamaSession  # loads llama.cpp's library: typing only
 
 log = logging.getLogger(__name__)
@@ -57,7 +59,7 @@ class StepResult:
 
 @dataclass
 class PassResult:
-    memory: dict
+    memory: dict[str, Any]
     steps: list[StepResult] = field(default_factory=list)
     accounting: Accounting = field(default_factory=Accounting)
     rejected: list[Rejected] = field(default_factory=list)
@@ -76,25 +78,34 @@ class PassResult:
         return self.builder.final_prompt(self.memory, instruction).tokens
 
 
+@dataclass(frozen=True)
+class PassSettings:
+    """How a pass prompts and constrains the model; the same for every chunk of the pass."""
+
+    encoding: Encoding = Encoding.AMENDMENTS  # how the memory so far is shown (PRISM Table 3)
+    allow_updates: bool = True  # False: revisions may only add
+    grammar: bool = True  # constrain the answer to revisions under a JSON grammar
+    typed_grammar: bool = True  # the grammar knows the schema's paths and value types
+    # The grammar asks for at least `min_revisions` per chunk (for chunks known to matter)
+    # and at most `max_revisions`.
+    min_revisions: int = 0
+    max_revisions: int = 6
+    max_tokens: int = 384  # decoded per step at most
+    temperature: float = 0.0
+
+
 def run_pass(
     session: LlamaSession,
     task: str,
     query: str,
     schema: type,
     chunks: Sequence[str],
-    encoding: Encoding | str = Encoding.AMENDMENTS,
-    allow_updates: bool = True,
-    grammar: bool = True,
+    settings: PassSettings | None = None,
+    *,
+    memory: dict[str, Any] | None = None,
+    targets: Sequence[Target] | Callable[[int, str], Sequence[Target]] | None = None,
     cancelled: Callable[[], bool] | None = None,
     on_step: Callable[[StepProgress], None] | None = None,
-    *,
-    memory: dict | None = None,
-    typed_grammar: bool = True,
-    targets: Sequence[Target] | Callable[[int, str], Sequence[Target]] | None = None,
-    min_revisions: int = 0,
-    max_revisions: int = 6,
-    max_tokens: int = 384,
-    temperature: float = 0.0,
     state_cache: StateCache | None = None,
 ) -> PassResult:
     """Run PRISM over `chunks`; `memory` is the starting memory (default: empty).
@@ -102,20 +113,22 @@ def run_pass(
     `targets` narrows the typed grammar to some places of the schema (for instance only
     the entries of one dict); revisions elsewhere cannot be written. It may be a function
     of (step index, chunk), e.g. the entries named after the functions a chunk defines:
-    a small model then chooses among real keys instead of inventing them. `min_revisions`
-    makes the grammar ask for at least that many per chunk, for chunks known to matter.
+    a small model then chooses among real keys instead of inventing them.
     `state_cache` keeps the KV state of the part before the query (task, rules, schema) on
     disk, so a pass after other model work (or a restart) does not evaluate it again.
     """
-    encoding = Encoding(encoding)
+    settings = settings or PassSettings()
+    encoding, allow_updates = Encoding(settings.encoding), settings.allow_updates
     base = copy.deepcopy(memory) if memory is not None else {}
     builder = PromptBuilder(session, task, query, schema, encoding, allow_updates, base=base)
     ops = OPS if allow_updates else ("add",)
 
-    def constraint_for(places: Sequence[Target] | None):
+    def constraint_for(places: Sequence[Target] | None) -> LlamaGrammar:
         return json_layout_grammar(revision_json_schema(
-            schema, ops=ops, typed=typed_grammar, targets=places, min_items=min_revisions, max_items=max_revisions))
+            schema, ops=ops, typed=settings.typed_grammar, targets=places,
+            min_items=settings.min_revisions, max_items=settings.max_revisions))
 
+    grammar = settings.grammar
     fixed = constraint_for(targets) if grammar and not callable(targets) else None
     result = PassResult(memory=copy.deepcopy(base), builder=builder)
     if state_cache is not None and chunks:
@@ -131,8 +144,8 @@ def run_pass(
             places = targets(i, chunk)
             constraint = constraint_for(places) if places else None
         prompt = builder.prompt(result.memory, chunk)
-        gen = session.generate(prompt.tokens, max_tokens=max_tokens, grammar=constraint,
-                               temperature=temperature, cancelled=cancelled)
+        gen = session.generate(prompt.tokens, max_tokens=settings.max_tokens, grammar=constraint,
+                               temperature=settings.temperature, cancelled=cancelled)
         step_cost = Accounting()
         step_cost.add(gen.stats)
         result.accounting.add(gen.stats)

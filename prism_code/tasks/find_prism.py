@@ -257,8 +257,9 @@ def _note(query: _Query, noted: list[Candidate], chunk: int, state_cache: StateC
                    p.step + steps_before)
 
     settings, session = query.settings, query.session
-    pass_settings = PassSettings(encoding=settings.encoding, allow_updates=settings.allow_updates, min_revisions=1,
-                                 max_revisions=settings.max_revisions, max_tokens=settings.step_tokens)
+    pass_settings = PassSettings(encoding=settings.encoding, allow_updates=settings.allow_updates,
+                                 min_revisions=1, max_revisions=settings.max_revisions,
+                                 max_tokens=settings.step_tokens)
     passed = run_pass(session, TASK, query.description, CandidateMatches,
                       ["\n".join(c.text for c in g) for g in groups], pass_settings,
                       cancelled=query.cancelled, on_step=on_step, targets=targets, state_cache=state_cache)
