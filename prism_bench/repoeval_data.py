@@ -34,6 +34,7 @@ from rapidfuzz.distance import Levenshtein
 
 from prism_bench.corpora import PURE_WHEEL, WheelTarget, fetch_and_extract
 from prism_code.config import cache_root
+from prism_code.fragments import function_key
 from prism_code.graph import CALL_WEIGHT, CodeGraph, innermost_nodes, module_node
 from prism_code.parse.extract import extract
 from prism_code.parse.languages import grammar, parser
@@ -336,7 +337,7 @@ def _api_candidates(sf: _SourceFile, graph: CodeGraph) -> list[_Candidate]:
                       if nodes[t]["name"] == call.name and nodes[t]["path"] in visible
                       and _attributable(call.name, call.receiver, nodes[t], bindings))
         if hits:
-            api = f"{nodes[hits[0]]['path']}#{nodes[hits[0]]['qualname']}"
+            api = function_key(nodes[hits[0]]["path"], nodes[hits[0]]["qualname"])
             found[call.line] = _Candidate(path, call.line, sf.lines[row], api)
     return [found[line] for line in sorted(found)]
 

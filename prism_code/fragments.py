@@ -23,6 +23,11 @@ WINDOW = "window"
 MAX_FRAGMENT_NODES = 256
 
 
+def function_key(path: str, qualname: str) -> str:
+    """The key of a function's fragment (and of its note, its search result, its memory entry)."""
+    return f"{path}#{qualname}"
+
+
 @dataclass(frozen=True)
 class Fragment:
     path: str
@@ -36,7 +41,7 @@ class Fragment:
     @cached_property  # read for every function on every corpus rebuild
     def key(self) -> str:
         if self.kind == FUNCTION:
-            return f"{self.path}#{self.qualname}"
+            return function_key(self.path, self.qualname)
         return f"{self.path}@{self.start_line}"
 
 

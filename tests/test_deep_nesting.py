@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from prism_code.fragments import MAX_FRAGMENT_NODES, file_fragments
+from prism_code.fragments import MAX_FRAGMENT_NODES, file_fragments, function_key
 from prism_code.graph import def_node
 from prism_code.index import RepoIndex
 from prism_code.parse import parse_source
@@ -95,7 +95,7 @@ def test_deeply_nested_file_indexes_in_bounded_memory_and_disk(tmp_path: Path, n
         kept = {f.qualname for f in index.functions() if f.path == name}
         assert kept == {chain(depth) for depth in range(1, MAX_DEFINITION_DEPTH + 1)}
         # The innermost kept function holds the code of the definitions left inside it.
-        deepest = index.fragments[f"{name}#{chain(MAX_DEFINITION_DEPTH)}"]
+        deepest = index.fragments[function_key(name, chain(MAX_DEFINITION_DEPTH))]
         assert f"f{MAX_DEFINITION_DEPTH}()" in index.text(deepest)
         found = FunctionSearch(index).search("f0", top=3)
         assert (found[0].path, found[0].qualname) == (name, "f0")  # the one whose code says f0

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from prism_code.cli import main as cli_main
+from prism_code.fragments import function_key
 from prism_code.index import RepoIndex
 from prism_code.memory.code_schemas import FunctionNote
 from prism_code.memory.cok import ModuleSummarizer, files_ready_for_summary, module_summary
@@ -44,7 +45,7 @@ def index(tmp_path: Path):
 
 
 def fragment(index: RepoIndex, path: str, qualname: str):
-    return index.fragments[f"{path}#{qualname}"]
+    return index.fragments[function_key(path, qualname)]
 
 
 def test_deterministic_notes_come_from_signature_doc_and_graph(index):

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 
 from prism_code.embeddings import name_words
-from prism_code.fragments import Fragment
+from prism_code.fragments import Fragment, function_key
 from prism_code.graph import call_links, def_node
 from prism_code.index import RepoIndex
 from prism_code.memory.code_schemas import FunctionNote
@@ -123,7 +123,7 @@ def notes_for(index: RepoIndex, path: str, qualname: str,
               store: NotesStore | None = None) -> NoteLookup | None:
     """The best note for a function now: the LLM's if it was written for this text, else the
     deterministic one. None when the index has no such function."""
-    fragment = index.fragments.get(f"{path}#{qualname}")
+    fragment = index.fragments.get(function_key(path, qualname))
     if fragment is None:
         return None
     own = store is None

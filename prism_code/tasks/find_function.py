@@ -16,7 +16,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from prism_code.embeddings import VectorCache, card_text
-from prism_code.fragments import Fragment
+from prism_code.fragments import Fragment, function_key
 from prism_code.index import IndexSnapshot, RepoIndex
 from prism_code.parse.model import Definition
 from prism_code.relations import related_matrix
@@ -43,6 +43,11 @@ class FoundFunction:
     end_line: int
     score: float
     reason: str
+
+    @property
+    def key(self) -> str:
+        """The key of the function's fragment in the index."""
+        return function_key(self.path, self.qualname)
 
     def to_json(self) -> dict:
         return asdict(self)

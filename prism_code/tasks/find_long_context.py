@@ -6,6 +6,9 @@ one prompt, and the model names the one the description asks for. A 0.5B model h
 code shown is capped by `token_budget`. When the repository does not fit, the functions
 retrieval ranks highest are taken until the budget is spent (still shown in file
 order) and every result's reason says so.
+
+Three steps, as in find_prism: `pick` what the model reads, `ask` it which function the
+description asks for, `merge` its answer with retrieval's order.
 """
 
 from __future__ import annotations
@@ -13,9 +16,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from prism_code.cancel import Cancelled
 from prism_code.fragments import Fragment
+from prism_code.index import RepoIndex
 from prism_code.llm.runtime import LlamaSession
 from prism_code.memory.accounting import Accounting
 from prism_code.memory.file_order import functions_in_order
@@ -53,81 +58,117 @@ def _keys(fragments: list[Fragment]) -> dict[str, str]:
     return {f.key: f.qualname if counts[f.qualname] == 1 else f"{f.path}:{f.qualname}" for f in fragments}
 
 
+@dataclass(frozen=True)
+class Picked:
+    """The functions the model reads, and how they were picked."""
+
+    shown: list[Shown]  # in file order
+    whole: bool  # the whole repository fits the budget
+    scope: str  # what the model read, as every result's reason says it
+    repository_tokens: int
+    budget: int
+
+    def stats(self) -> dict[str, Any]:
+        stats: dict[str, Any] = {
+            "whole_repository": self.whole, "functions_in_context": len(self.shown),
+            "code_tokens": sum(s.tokens for s in self.shown), "repository_tokens": self.repository_tokens,
+            "token_budget": self.budget}
+        if not self.whole:
+            stats["shown"] = [f"{s.fragment.path}:{s.fragment.start_line}" for s in self.shown]
+        return stats
+
+
 def find_long_context(session: LlamaSession, search: FunctionSearch, description: str, *, top: int = 10,
                       on_event: FindListener | None = None, cancelled: Callable[[], bool] | None = None,
-                      settings: LongContextSettings | None = None, **overrides) -> FindOutcome:
+                      settings: LongContextSettings | None = None, **overrides: Any) -> FindOutcome:
     settings = settings or LongContextSettings()
     if overrides:
         settings = LongContextSettings(**{**settings.__dict__, **overrides})
-    index = search.index
-    budget = max(0, min(settings.token_budget, session.n_ctx - PROMPT_OVERHEAD - settings.answer_tokens))
 
     def emit(stage: str, message: str, done: int) -> None:
         if on_event is not None:
             on_event(FindEvent("long-context", stage, message, done, 2))
 
-    ordered = functions_in_order(index)
+    retrieved = search.search(description, top=max(top, settings.scan))
+    picked = pick(session, search, retrieved, settings)
+    emit("retrieval", f"{len(picked.shown)} functions in context: {picked.scope}", 1)
+    stats = picked.stats()
+    accounting = Accounting()
+    chosen = ask(session, search.index, description, picked.shown, settings, accounting, stats, cancelled)
+    stats["chosen_by"] = "answer" if chosen else "fallback: the answer named no function in context"
+    emit("answer", f"answer: {chosen}" if chosen else "answer: none, retrieval order kept", 2)
+    return FindOutcome(merge(picked, retrieved, chosen, top), accounting, stats)
+
+
+def pick(session: LlamaSession, search: FunctionSearch, retrieved: list[FoundFunction],
+         settings: LongContextSettings) -> Picked:
+    """The whole repository when it fits the budget, else retrieval's best that fit; in file order."""
+    budget = max(0, min(settings.token_budget, session.n_ctx - PROMPT_OVERHEAD - settings.answer_tokens))
+    ordered = functions_in_order(search.index)
     keys = _keys(ordered)
     sizes = _sizes(session, search, ordered, keys)
-    retrieved = search.search(description, top=max(top, settings.scan))
-    whole = sum(sizes.values()) <= budget
+    repository_tokens = sum(sizes.values())
+    whole = repository_tokens <= budget
     if whole:
         picked = {f.key for f in ordered}
-        scope = f"the whole repository ({len(ordered)} functions, {sum(sizes.values())} tokens)"
+        scope = f"the whole repository ({len(ordered)} functions, {repository_tokens} tokens)"
     else:
         picked, used = set(), 0
         for r in retrieved:
-            key = f"{r.path}#{r.qualname}"
+            key = r.key
             if key in sizes and used + sizes[key] <= budget:
                 picked.add(key)
                 used += sizes[key]
         scope = (f"retrieval's top {len(picked)} that fit a {budget}-token budget "
-                 f"(the repository is {sum(sizes.values())} tokens)")
+                 f"(the repository is {repository_tokens} tokens)")
     shown = [Shown(keys[f.key], f, sizes[f.key]) for f in ordered if f.key in picked]
-    emit("retrieval", f"{len(shown)} functions in context: {scope}", 1)
-    stats = {"whole_repository": whole, "functions_in_context": len(shown),
-             "code_tokens": sum(s.tokens for s in shown), "repository_tokens": sum(sizes.values()),
-             "token_budget": budget}
-    if not whole:
-        stats["shown"] = [f"{s.fragment.path}:{s.fragment.start_line}" for s in shown]
-    accounting = Accounting()
-    chosen: str | None = None
-    if shown:
-        code = "\n".join(_block(s.key, s.fragment.path, index.text(s.fragment)) for s in shown)
-        user = ("[CODE]\n" + code + "\n[QUERY]\n" + description.strip()
-                + "\n\nWhich function in [CODE] does [QUERY] describe?")
-        names = [s.key for s in shown]
-        gen = session.generate(session.chatml([("system", SYSTEM), ("user", user)]),
-                               max_tokens=settings.answer_tokens, grammar=answer_grammar(names),
-                               cancelled=cancelled)
-        accounting.add(gen.stats)
-        if gen.stats.finish_reason == "cancelled":
-            raise Cancelled("find cancelled")
-        stats["answer"] = gen.text
-        chosen = parse_function_json(gen.text, names)
-        if chosen is None:
-            log.info("long-context answer named no function in context: %r", gen.text)
-    stats["chosen_by"] = "answer" if chosen else "fallback: the answer named no function in context"
-    emit("answer", f"answer: {chosen}" if chosen else "answer: none, retrieval order kept", 2)
+    return Picked(shown, whole, scope, repository_tokens, budget)
 
-    by_key = {s.key: s for s in shown}
+
+def ask(session: LlamaSession, index: RepoIndex, description: str, shown: list[Shown],
+        settings: LongContextSettings, accounting: Accounting, stats: dict[str, Any],
+        cancelled: Callable[[], bool] | None) -> str | None:
+    """The name of the shown function the model says `description` asks for; None when it names
+    none (or nothing is shown). Its cost goes into `accounting`, its answer into `stats`."""
+    if not shown:
+        return None
+    code = "\n".join(_block(s.key, s.fragment.path, index.text(s.fragment)) for s in shown)
+    user = ("[CODE]\n" + code + "\n[QUERY]\n" + description.strip()
+            + "\n\nWhich function in [CODE] does [QUERY] describe?")
+    names = [s.key for s in shown]
+    gen = session.generate(session.chatml([("system", SYSTEM), ("user", user)]),
+                           max_tokens=settings.answer_tokens, grammar=answer_grammar(names),
+                           cancelled=cancelled)
+    accounting.add(gen.stats)
+    if gen.stats.finish_reason == "cancelled":
+        raise Cancelled("find cancelled")
+    stats["answer"] = gen.text
+    chosen = parse_function_json(gen.text, names)
+    if chosen is None:
+        log.info("long-context answer named no function in context: %r", gen.text)
+    return chosen
+
+
+def merge(picked: Picked, retrieved: list[FoundFunction], chosen: str | None, top: int) -> list[FoundFunction]:
+    """The function the model named first, then retrieval's order; each with its reason."""
+    by_key = {s.key: s for s in picked.shown}
     results: list[FoundFunction] = []
     if chosen is not None:
         f = by_key[chosen].fragment
-        rank = next((i for i, r in enumerate(retrieved, 1) if f"{r.path}#{r.qualname}" == f.key), None)
+        rank = next((i for i, r in enumerate(retrieved, 1) if r.key == f.key), None)
         results.append(FoundFunction(f.qualname.rsplit(".", 1)[-1], f.qualname, f.path, f.start_line, f.end_line,
-                                     next((r.score for r in retrieved if f"{r.path}#{r.qualname}" == f.key), 0.0),
-                                     f"named by the model reading {scope}"
+                                     next((r.score for r in retrieved if r.key == f.key), 0.0),
+                                     f"named by the model reading {picked.scope}"
                                      + (f"; retrieval rank {rank}" if rank else "")))
     lead = "" if chosen else "the model named no function in context; "
     for i, r in enumerate(retrieved, 1):
         if len(results) >= top:
             break
-        if chosen is not None and f"{r.path}#{r.qualname}" == by_key[chosen].fragment.key:
+        if chosen is not None and r.key == by_key[chosen].fragment.key:
             continue
         results.append(FoundFunction(r.name, r.qualname, r.path, r.start_line, r.end_line, r.score,
                                      f"{lead}retrieval rank {i}"))
-    return FindOutcome(results, accounting, stats)
+    return results
 
 
 _SIZE_CACHE: dict[tuple[int, int, str], dict[str, int]] = {}

@@ -350,7 +350,7 @@ def build_candidates(session: LlamaSession, search: FunctionSearch, found: Seque
     labels = candidate_labels(found)
     out = []
     for label, f in zip(labels, found):
-        fragment = index.fragments.get(f"{f.path}#{f.qualname}")
+        fragment = index.fragments.get(f.key)
         source = index.text(fragment) if fragment is not None else f"def {f.name}(...): ..."
         body = session.tokenize_text(source)
         if len(body) > settings.function_tokens:

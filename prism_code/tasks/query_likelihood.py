@@ -46,7 +46,7 @@ class Rerank:
 def body_text(index: RepoIndex, found: FoundFunction, key: str, max_lines: int) -> str:
     """A candidate as the likelihood reads it: its name, place and first lines of source."""
     head = f"### {key}\n# {found.path}:{found.start_line}\n"
-    fragment = index.fragments.get(f"{found.path}#{found.qualname}")
+    fragment = index.fragments.get(found.key)
     lines = index.text(fragment).splitlines() if fragment is not None else []
     if len(lines) > max_lines:
         lines = lines[:max_lines] + [f"    # ... {len(lines) - max_lines} more lines"]
