@@ -26,7 +26,7 @@ from prism_code.memory.accounting import Accounting
 from prism_code.memory.file_order import functions_in_order
 from prism_code.tasks.find_events import FindEvent, FindListener
 from prism_code.tasks.find_function import FoundFunction, FunctionSearch
-from prism_code.tasks.find_outcome import FindOutcome, answer_grammar, parse_function_json
+from prism_code.tasks.find_outcome import FindOutcome, answer_grammar, candidate_labels, parse_function_json
 
 log = logging.getLogger(__name__)
 
@@ -52,10 +52,7 @@ class Shown:
 
 def _keys(fragments: list[Fragment]) -> dict[str, str]:
     """Fragment key -> the name shown (qualname; path-qualified when two share one)."""
-    counts: dict[str, int] = {}
-    for f in fragments:
-        counts[f.qualname] = counts.get(f.qualname, 0) + 1
-    return {f.key: f.qualname if counts[f.qualname] == 1 else f"{f.path}:{f.qualname}" for f in fragments}
+    return dict(zip([f.key for f in fragments], candidate_labels(fragments), strict=True))
 
 
 @dataclass(frozen=True)
@@ -149,15 +146,17 @@ def ask(session: LlamaSession, index: RepoIndex, description: str, shown: list[S
     return chosen
 
 
-def merge(picked: Picked, retrieved: list[FoundFunction], chosen: str | None, top: int) -> list[FoundFunction]:
+def merge(picked: Picked, retrieved: list[FoundFunction], chosen: str | None,
+          top: int) -> list[FoundFunction]:
     """The function the model named first, then retrieval's order; each with its reason."""
     by_key = {s.key: s for s in picked.shown}
     results: list[FoundFunction] = []
     if chosen is not None:
         f = by_key[chosen].fragment
         rank = next((i for i, r in enumerate(retrieved, 1) if r.key == f.key), None)
-        results.append(FoundFunction(f.qualname.rsplit(".", 1)[-1], f.qualname, f.path, f.start_line, f.end_line,
-                                     next((r.score for r in retrieved if r.key == f.key), 0.0),
+        score = next((r.score for r in retrieved if r.key == f.key), 0.0)
+        name = f.qualname.rsplit(".", 1)[-1]
+        results.append(FoundFunction(name, f.qualname, f.path, f.start_line, f.end_line, score,
                                      f"named by the model reading {picked.scope}"
                                      + (f"; retrieval rank {rank}" if rank else "")))
     lead = "" if chosen else "the model named no function in context; "
@@ -180,7 +179,8 @@ def _sizes(session: LlamaSession, search: FunctionSearch, ordered: list[Fragment
     tag = (id(search.index), search.index.generation, str(session.model_path))
     if tag not in _SIZE_CACHE:
         _SIZE_CACHE.clear()
-        _SIZE_CACHE[tag] = {f.key: len(session.tokenize_text(_block(keys[f.key], f.path, search.index.text(f))))
+        index = search.index
+        _SIZE_CACHE[tag] = {f.key: len(session.tokenize_text(_block(keys[f.key], f.path, index.text(f))))
                             for f in ordered}
     return _SIZE_CACHE[tag]
 
