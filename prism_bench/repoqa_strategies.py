@@ -248,7 +248,8 @@ def view_tokens(haystacks: list[Haystack], cache_dir: Path, model: str, limit: i
     """Prompt tokens of PRISM's candidate text per view, and how often retrieval's top-k holds
     the needle; tokenization only, no model call, so it runs over every needle quickly."""
     from prism_code.memory.notes_store import NotesStore
-    from prism_code.tasks.find_prism import VIEWS, candidate_keys, candidate_text
+    from prism_code.tasks.find_outcome import candidate_labels
+    from prism_code.tasks.find_prism import VIEWS, candidate_text
 
     chosen = select_needles(haystacks, limit)
     embedder = Embedder()
@@ -270,7 +271,7 @@ def view_tokens(haystacks: list[Haystack], cache_dir: Path, model: str, limit: i
                     held += any(_is_needle(f, needle) for f in pool)
                     for view in VIEWS:
                         texts = [candidate_text(index, f, k, view, store, 60)
-                                 for k, f in zip(candidate_keys(pool), pool)]
+                                 for k, f in zip(candidate_labels(pool), pool)]
                         tokens[view].append(sum(len(session.tokenize_text(t)) for t in texts))
             finally:
                 store.close()

@@ -10,11 +10,11 @@ import pytest
 
 from prism_code.index import RepoIndex
 from prism_code.tasks.find_function import FunctionSearch
+from prism_code.tasks.find_outcome import candidate_labels
 from prism_code.tasks.find_prism import (
     STRONG_FIT,
     Candidate,
     _ranked,
-    candidate_keys,
     fit_of,
     parse_function_json,
     promotable,
@@ -76,7 +76,7 @@ def test_an_answer_naming_no_candidate_keeps_retrieval_order(search):
 
 
 def test_the_memory_moves_a_candidate_above_retrieval_only_on_a_strong_better_fit(search):
-    keys = candidate_keys(search.search(ORDER_TOTAL, top=4))
+    keys = candidate_labels(search.search(ORDER_TOTAL, top=4))
     first, third = keys[0], keys[2]
 
     def entry(fit):

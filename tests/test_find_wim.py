@@ -12,13 +12,13 @@ from prism_code.index import RepoIndex
 from prism_code.memory.accounting import Accounting
 from prism_code.tasks.find_events import FindEvent
 from prism_code.tasks.find_function import FunctionSearch
+from prism_code.tasks.find_outcome import candidate_labels
 from prism_code.tasks.find_wim import (
     Candidate,
     WimReader,
     WimRun,
     WimSettings,
     build_candidates,
-    candidate_labels,
     find_wim,
     parse_final_answer,
     rank_results,

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from prism_code.memory.grammar import json_layout_grammar
 from prism_code.tasks.find_function import FoundFunction
@@ -29,6 +31,23 @@ class FindOutcome:
     def to_json(self) -> list[dict]:
         """The CLI contract: the results only."""
         return [r.to_json() for r in self.results]
+
+
+class Named(Protocol):
+    """A function the model is shown: a FoundFunction or a function Fragment."""
+
+    @property
+    def path(self) -> str: ...
+
+    @property
+    def qualname(self) -> str: ...
+
+
+def candidate_labels(found: Sequence[Named]) -> list[str]:
+    """The names the model sees: qualnames, path-qualified where two candidates share one
+    (the model must tell them apart)."""
+    counts = Counter(f.qualname for f in found)
+    return [f.qualname if counts[f.qualname] == 1 else f"{f.path}:{f.qualname}" for f in found]
 
 
 def parse_function_json(text: str, names: list[str]) -> str | None:

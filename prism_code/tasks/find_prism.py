@@ -44,7 +44,7 @@ from prism_code.memory.runner import PassResult, PassSettings, StepProgress, run
 from prism_code.memory.schema import format_path
 from prism_code.tasks.find_events import FindEvent, FindListener
 from prism_code.tasks.find_function import FoundFunction, FunctionSearch
-from prism_code.tasks.find_outcome import FindOutcome, answer_grammar, parse_function_json
+from prism_code.tasks.find_outcome import FindOutcome, answer_grammar, candidate_labels, parse_function_json
 from prism_code.tasks.query_likelihood import (
     DEFAULT_DESCRIPTION_TOKENS,
     DEFAULT_LINES,
@@ -116,14 +116,6 @@ def candidate_text(index: RepoIndex, found: FoundFunction, key: str, view: str,
     lookup = notes_for(index, found.path, found.qualname, store)
     note = lookup.note.text() if lookup is not None else ""
     return f"### {key}\n# {found.path}:{found.start_line}\n" + signature + "\n" + (f"Note: {note}\n" if note else "")
-
-
-def candidate_keys(found: list[FoundFunction]) -> list[str]:
-    """Qualnames, path-qualified where two candidates share one (the model must tell them apart)."""
-    counts: dict[str, int] = {}
-    for f in found:
-        counts[f.qualname] = counts.get(f.qualname, 0) + 1
-    return [f.qualname if counts[f.qualname] == 1 else f"{f.path}:{f.qualname}" for f in found]
 
 
 def fit_of(entry: object) -> int | None:
@@ -199,7 +191,7 @@ def find_prism(session: LlamaSession, search: FunctionSearch, description: str, 
     if not pool:
         return FindOutcome([], Accounting(), {"chosen_by": "empty"})
 
-    keys = candidate_keys(pool)
+    keys = candidate_labels(pool)
     candidates = _candidates(search, pool, keys, settings, store)
     query.stats.update({"view": settings.view, "encoding": settings.encoding.value, "updates": settings.allow_updates,
                         "candidates": len(pool), "retrieval_order": keys})

@@ -56,7 +56,7 @@ from prism_code.llm.runtime import LlamaSession
 from prism_code.memory.accounting import Accounting
 from prism_code.tasks.find_events import FindEvent, FindListener
 from prism_code.tasks.find_function import FoundFunction, FunctionSearch
-from prism_code.tasks.find_outcome import FindOutcome
+from prism_code.tasks.find_outcome import FindOutcome, candidate_labels
 from prism_code.tasks.query_likelihood import (
     DEFAULT_DESCRIPTION_TOKENS,
     DEFAULT_LINES,
@@ -137,12 +137,6 @@ class WimRun:
     held: bool = False  # the answer failed the likelihood check: retrieval's first stays first
     likelihood: dict[str, float] = field(default_factory=dict)  # label -> mean log-prob per token
 
-
-def candidate_labels(found: Sequence[FoundFunction]) -> list[str]:
-    counts: dict[str, int] = {}
-    for f in found:
-        counts[f.qualname] = counts.get(f.qualname, 0) + 1
-    return [f.qualname if counts[f.qualname] == 1 else f"{f.path}:{f.qualname}" for f in found]
 
 
 def segment_bounds(n: int, first: int, size: int) -> list[tuple[int, int]]:
