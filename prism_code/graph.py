@@ -11,8 +11,9 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import networkx as nx
 
@@ -81,7 +82,7 @@ class CodeGraph:
     """Undirected weighted graph; weight of an edge = max over the files that add it."""
 
     def __init__(self) -> None:
-        self.g = nx.Graph()
+        self.g: nx.Graph[str] = nx.Graph()
         self.parsed: dict[str, ParsedFile] = {}
         self._owned: dict[str, list[tuple[str, str]]] = defaultdict(list)
         # How many call/import links end at each node; see is_hub().
@@ -245,7 +246,7 @@ class CodeGraph:
         return touched
 
     def _add_directories(self, path: str) -> set[str]:
-        touched = set()
+        touched: set[str] = set()
         child, parent = file_node(path), _parent_dir(path)
         while True:
             dnode = dir_node(parent)
@@ -374,9 +375,9 @@ class CodeGraph:
     def is_hub(self, node: str) -> bool:
         return self.link_degree.get(node, 0) > HUB_LINKS
 
-    def _path_cost(self, sources: set[str]):
+    def _path_cost(self, sources: set[str]) -> Callable[[str, str, dict[str, Any]], float | None]:
         """Dijkstra edge cost: -log w turns max-product into min-sum; hubs end paths."""
-        def cost(u: str, v: str, data: dict) -> float | None:
+        def cost(u: str, v: str, data: dict[str, Any]) -> float | None:
             if u not in sources and self.is_hub(u):
                 return None
             return -math.log(data["weight"])
@@ -432,13 +433,14 @@ def _module_words(module: str) -> set[str]:
     return set(re.split(r"[./:\\\-<>]+", module)) - {""}
 
 
-def _line_owners(pf: ParsedFile):
+def _line_owners(pf: ParsedFile) -> Callable[[int], str]:
     """A function mapping a line to its innermost definition or block node."""
     table = innermost_nodes(pf)
     mnode = module_node(pf.path)
 
     def owner(line: int) -> str:
-        return table[line] if 0 < line < len(table) and table[line] else mnode
+        node = table[line] if 0 < line < len(table) else None
+        return node or mnode
     return owner
 
 

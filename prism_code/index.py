@@ -40,7 +40,7 @@ from prism_code.fragments import FUNCTION, WINDOW, Fragment, file_fragments, fra
 from prism_code.graph import CodeGraph
 from prism_code.parse import language_for_path, parse_source
 from prism_code.parse.model import Definition, ParsedFile
-from prism_code.relations import StrengthTable, ranked_batches, split_rows
+from prism_code.relations import Ranked, StrengthTable, ranked_batches, split_rows
 from prism_code.store import IndexBusy, StaleIndex, Store, is_damage, workspace_db_path
 from prism_code.workspace import (
     FileState,
@@ -107,7 +107,7 @@ class Dirty:
                      self.nodes | other.nodes)
 
 
-def _relating(f: Fragment | None) -> tuple | None:
+def _relating(f: Fragment | None) -> tuple[object, ...] | None:
     """What a fragment's relations depend on (Eqs. 7-8): not its line numbers."""
     return None if f is None else (f.kind, f.position, f.nodes)
 
@@ -622,7 +622,8 @@ class RepoIndex:
                 wanted = [n for n, i in enumerate(batch) if corpus[i].key in changed]
                 if wanted and len(keys) < len(fragments):  # else nothing is patched
                     chosen = np.isin(ranked[0], wanted)
-                    for i, pairs in split_rows(batch, tuple(a[chosen] for a in ranked), None).items():
+                    rows_chosen: Ranked = (ranked[0][chosen], ranked[1][chosen], ranked[2][chosen])
+                    for i, pairs in split_rows(batch, rows_chosen, None).items():
                         if pairs:
                             changed_rows[corpus[i].key] = [(corpus[j].key, w) for j, w in pairs]
                 done += len(batch)

@@ -32,9 +32,11 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 
+fcntl: ModuleType | None
 try:
     import fcntl
 except ImportError:  # not POSIX: writers go unserialised, the generation check still holds
@@ -478,7 +480,8 @@ class Store:
     def dirty(self) -> tuple[set[str], set[str], set[str]]:
         """The relation work an update still owes (see RepoIndex.finish_relations):
         fragments that changed or vanished, fragments to recompute, graph nodes that changed."""
-        changed, recompute = set(), set()
+        changed: set[str] = set()
+        recompute: set[str] = set()
         for key, was_changed in self.db.execute("SELECT key, changed FROM dirty_fragments"):
             (changed if was_changed else recompute).add(key)
         nodes = {node for (node,) in self.db.execute("SELECT node FROM dirty_nodes")}

@@ -62,7 +62,7 @@ class TerminalFormatter(logging.Formatter):
             record = logging.makeLogRecord(record.__dict__)
             if isinstance(record.args, Mapping):
                 record.args = {key: _shown_arg(value) for key, value in record.args.items()}
-            else:
+            elif record.args is not None:
                 record.args = tuple(_shown_arg(value) for value in record.args)
         return shown_text(super().format(record))
 

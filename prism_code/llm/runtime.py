@@ -16,10 +16,12 @@ import threading
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 import llama_cpp
 import numpy as np
 from llama_cpp import _internals
+from llama_cpp.llama_grammar import LlamaGrammar
 
 from prism_code.cancel import CancelCheck
 
@@ -41,8 +43,8 @@ log = logging.getLogger(__name__)
 _SEQ = 0  # one sequence per session; parallel work gets its own session
 
 
-def json_grammar(schema: dict) -> llama_cpp.LlamaGrammar:
-    return llama_cpp.LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
+def json_grammar(schema: dict[str, Any]) -> LlamaGrammar:
+    return LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
 
 
 class LlamaSession:
@@ -216,7 +218,7 @@ class LlamaSession:
 
     # --- generation -----------------------------------------------------------------
 
-    def _sampler(self, grammar: llama_cpp.LlamaGrammar | None, temperature: float,
+    def _sampler(self, grammar: LlamaGrammar | None, temperature: float,
                  seed: int | None) -> _internals.LlamaSampler:
         # One sampler per generation, so the grammar's parse state advances with each token.
         sampler = _internals.LlamaSampler()
@@ -236,7 +238,7 @@ class LlamaSession:
         prompt_tokens: Sequence[int],
         max_tokens: int = 256,
         stop: Sequence[str] = (),
-        grammar: llama_cpp.LlamaGrammar | None = None,
+        grammar: LlamaGrammar | None = None,
         temperature: float = 0.0,
         cancelled: CancelCheck | None = None,
         seed: int | None = None,

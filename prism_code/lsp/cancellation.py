@@ -13,14 +13,15 @@ import asyncio
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from pygls.protocol import LanguageServerProtocol
 
 
 class CancellableProtocol(LanguageServerProtocol):
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._running: dict[object, tuple[asyncio.Task, threading.Event]] = {}
+        self._running: dict[object, tuple[asyncio.Task[Any], threading.Event]] = {}
 
     @contextmanager
     def cancellable(self) -> Iterator[threading.Event]:
@@ -36,7 +37,7 @@ class CancellableProtocol(LanguageServerProtocol):
         finally:
             self._running.pop(msg_id, None)
 
-    def _handle_cancel_notification(self, msg_id) -> None:
+    def _handle_cancel_notification(self, msg_id: str | int) -> None:
         running = self._running.pop(msg_id, None)
         if running is not None:
             task, flag = running

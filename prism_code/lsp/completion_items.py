@@ -28,7 +28,8 @@ def completion_list(result: CompletionResult | None, before: str, position: type
     keystroke changes what the model would say, so the editor must ask again."""
     if result is None:
         return types.CompletionList(is_incomplete=True, items=[])
-    word = _WORD.search(before).group()  # type: ignore[union-attr] - matches the empty string
+    found = _WORD.search(before)  # always found: the pattern matches the empty string
+    word = found.group() if found else ""
     start = types.Position(line=position.line,
                            character=position.character - codec.client_num_units(word))
     item = types.CompletionItem(

@@ -80,7 +80,7 @@ def extract(path: str, language: str, source: bytes, tree: tree_sitter.Tree) -> 
         language=language,
         definitions=nested.definitions,
         calls=calls,
-        imports=_imports(captures.get("import", ()), spec, source),
+        imports=_imports(captures.get("import", []), spec, source),
         blocks=_blocks(root, nested.anchors, spec),
         line_count=source.count(b"\n") + (0 if not source or source.endswith(b"\n") else 1),
         has_errors=root.has_error,

@@ -16,10 +16,14 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from prism_code.cancel import Cancelled
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +87,7 @@ def _verify(path: Path, expected: str) -> None:
 _ort_imported = False
 
 
-def _import_onnxruntime():
+def _import_onnxruntime() -> Any:  # the onnxruntime module; it ships no types
     """onnxruntime, imported with Microsoft's telemetry switched off.
 
     The official wheels (1DS telemetry, at least 1.30 to 1.32 on Linux) start a telemetry
@@ -123,8 +127,8 @@ class Embedder:
         self._model_path, self._sha256, name = _model_file()
         self.model_id = f"{name}@{self._sha256[:12]}"
         self._lock = threading.Lock()
-        self._session = None
-        self._tokenizer = None
+        self._session: Any = None  # an onnxruntime.InferenceSession; onnxruntime ships no types
+        self._tokenizer: Tokenizer | None = None
         self._input_names: tuple[str, ...] = ()
 
     def _load(self) -> None:
@@ -203,7 +207,8 @@ class Embedder:
         m = mask[:, :, None].astype(np.float32)
         pooled = (hidden * m).sum(axis=1) / np.maximum(m.sum(axis=1), 1e-9)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
+        unit: np.ndarray = (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
+        return unit
 
 
 def cosine_scores(matrix: np.ndarray, query_vec: np.ndarray) -> np.ndarray:
@@ -220,4 +225,5 @@ def cosine_scores(matrix: np.ndarray, query_vec: np.ndarray) -> np.ndarray:
     # Embedder rows are already unit length, but a norm pass is cheap next to a query
     # embedding and keeps the function honest for any caller's matrix.
     row_norms = np.sqrt(np.einsum("ij,ij->i", matrix, matrix))
-    return np.divide(dots, row_norms, out=np.zeros_like(dots), where=row_norms > 0)
+    scores: np.ndarray = np.divide(dots, row_norms, out=np.zeros_like(dots), where=row_norms > 0)
+    return scores

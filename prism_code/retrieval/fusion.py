@@ -28,7 +28,8 @@ def zscore(scores: np.ndarray) -> np.ndarray:
     # A constant component carries no ranking signal; zeros keep it from adding NaN.
     if not np.isfinite(std) or std <= 1e-12 * max(1.0, float(np.abs(x).max())):
         return np.zeros(x.shape, dtype=np.float32)
-    return ((x - x.mean()) / std).astype(np.float32)
+    scaled: np.ndarray = ((x - x.mean()) / std).astype(np.float32)
+    return scaled
 
 
 def fuse(components: Sequence[tuple[np.ndarray, float]]) -> np.ndarray:
