@@ -27,21 +27,19 @@ A workspace is untrusted input, and so is everything in it, `.git/config` includ
 
 * an untrusted workspace (`scan(trusted=False)`) never runs git; the walk lists its files;
 * a trusted one runs git hardened against the repository's own configuration (see
-  `_run_git`), since `git ls-files` would otherwise run `core.fsmonitor` from `.git/config`;
-* every file is read through `_open_inside`, which refuses symlinks anywhere below the root,
-  never blocks on a FIFO, and reads only the regular file the scan saw (same device and
+  prism_code/git_files.py), since `git ls-files` would otherwise run `core.fsmonitor` from
+  `.git/config`;
+* every file is read through prism_code/safe_read.py, which refuses symlinks anywhere below
+  the root, never blocks on a FIFO, and reads only the regular file the scan saw (same device and
   inode): between scan and read any file may be swapped for something else.
 """
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import logging
 import os
-import shutil
 import stat
-import subprocess
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -49,7 +47,9 @@ from pathlib import Path
 
 import pathspec
 
+from prism_code import git_files, safe_read
 from prism_code.config import DEFAULT_MAX_FILE_BYTES
+from prism_code.safe_read import ReplacedFile
 
 logger = logging.getLogger(__name__)
 
@@ -88,8 +88,6 @@ MINIFIED_SNIFF_BYTES = 64 * 1024
 MINIFIED_MIN_SIZE = 2 * 1024
 MINIFIED_MAX_AVG_LINE = 300
 MINIFIED_MAX_LINE = 5000
-
-GIT_TIMEOUT_S = 60.0
 
 
 class WorkspaceError(ValueError):
@@ -181,7 +179,7 @@ def read_source(root: Path, path: str, identity: tuple[int, int] | None = None) 
     """The bytes of the regular file `path` inside `root`, or None (logged) if it vanished,
     cannot be read, or is not the file the scan saw (`identity`, when given)."""
     try:
-        return _read_inside(root, path, identity)
+        return safe_read.read_inside(root, path, identity)
     except OSError as exc:
         _log_unreadable(path, exc)
         return None
@@ -219,7 +217,7 @@ def diff_scan(
             diff.unchanged += 1
             continue
         try:
-            data = _read_inside(root, file.path, file.identity)
+            data = safe_read.read_inside(root, file.path, file.identity)
         except OSError as exc:
             _log_unreadable(file.path, exc)
             (diff.replaced if isinstance(exc, ReplacedFile) else diff.unreadable).append(file.path)
@@ -268,7 +266,7 @@ class _Scanner:
     def run(self) -> ScanResult:
         if not self.trusted:
             logger.info("%s is not trusted: listing its files without git", self.root)
-        listing = _git_listing(self.root) if self.trusted else None
+        listing = git_files.git_listing(self.root) if self.trusted else None
         used_git = listing is not None and bool(listing[0] or listing[1])
         if listing is not None and not used_git:
             # Typically the workspace is ignored by an enclosing repository (a dotfiles repo
@@ -311,7 +309,7 @@ class _Scanner:
             if self.is_source(rel.rstrip("/")):
                 self._skip(rel.rstrip("/"), "nested git repository (not indexed)")
             return
-        if not _is_plain(rel):
+        if not safe_read.is_plain(rel):
             # Only git's output can hold one; a path must not lead out of the workspace.
             self._skip(rel, "not a path inside the workspace")
             return
@@ -397,7 +395,7 @@ class _Scanner:
     def _content_reason(self, file: ScannedFile) -> str | None:
         size = file.size
         try:
-            head = _read_inside(self.root, file.path, file.identity,
+            head = safe_read.read_inside(self.root, file.path, file.identity,
                                 MINIFIED_SNIFF_BYTES if size > MINIFIED_MIN_SIZE else size + 1)
         except FileNotFoundError:
             return "vanished"
@@ -470,7 +468,7 @@ class _Scanner:
 def _read_gitignore(root: Path, rel_dir: str, rel: str) -> _IgnoreLayer:
     """The patterns of the ignore file `rel`, read like any workspace file (it is one)."""
     try:
-        data = _read_inside(root, rel, limit=DEFAULT_MAX_FILE_BYTES)
+        data = safe_read.read_inside(root, rel, limit=DEFAULT_MAX_FILE_BYTES)
     except (FileNotFoundError, NotADirectoryError):
         return (rel_dir, ())  # no .git/info/exclude, or .git is a file (a linked work tree)
     except OSError as exc:
@@ -530,214 +528,3 @@ def _human(n: int) -> str:
     if n < 1 << 20:
         return f"{n / 1024:.1f} KiB"
     return f"{n / (1 << 20):.1f} MiB"
-
-
-# --- reading workspace files ----------------------------------------------------------------
-#
-# Between the scan and a read anything in the workspace can be swapped: a file for a FIFO (a
-# plain open() then waits for a writer forever), a file or any directory above it for a
-# symlink (a plain open() then reads what the link names, a key outside the workspace say,
-# into the index and into prompts). So a read walks down from the root one component at a
-# time with O_NOFOLLOW (a symlink anywhere fails the open instead of being followed), opens
-# the file with O_NONBLOCK (a FIFO swapped in after the lstat opens at once instead of
-# blocking), and reads only once fstat of that very descriptor shows a regular file: the
-# scan's file when it recorded one.
-
-_O_NOFOLLOW: int = getattr(os, "O_NOFOLLOW", 0)
-_O_CLOEXEC: int = getattr(os, "O_CLOEXEC", 0)
-_FILE_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | _O_NOFOLLOW | _O_CLOEXEC
-_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _O_NOFOLLOW | _O_CLOEXEC
-# Where open() cannot refuse symlinks or start from a directory descriptor, reads check the
-# resolved path instead: a narrower race, not none.
-_WALK_BY_FD = bool(_O_NOFOLLOW) and {os.open, os.stat} <= os.supports_dir_fd
-
-
-class NotRegularFile(OSError):
-    """The path leads through a symlink, or to a FIFO, device or directory."""
-
-
-class ReplacedFile(OSError):
-    """A regular file, but not the one the scan listed."""
-
-
-def _is_plain(rel: str) -> bool:
-    """Whether `rel` is a "/"-separated path that stays below the directory it starts from."""
-    return all(part not in ("", ".", "..") for part in rel.split("/"))
-
-
-def _read_inside(
-    root: Path, rel: str, identity: tuple[int, int] | None = None, limit: int = -1
-) -> bytes:
-    """Up to `limit` bytes (-1: all) of the regular file `rel` below `root`; see above."""
-    fd = _open_inside(root, rel)
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise NotRegularFile(errno.EINVAL, "not a regular file", rel)
-        if identity is not None and (st.st_dev, st.st_ino) != identity:
-            raise ReplacedFile(errno.ESTALE, "replaced by another file since the scan", rel)
-        # Regular files never block; blocking mode keeps a short read from looking like EOF.
-        os.set_blocking(fd, True)
-    except BaseException:
-        os.close(fd)
-        raise
-    with os.fdopen(fd, "rb") as fh:
-        return fh.read(limit)
-
-
-def _open_inside(root: Path, rel: str) -> int:
-    """A read-only descriptor for `rel` below `root`, reached without following a symlink."""
-    if not rel or not _is_plain(rel):
-        raise NotRegularFile(errno.EINVAL, "not a path inside the workspace", rel)
-    if not _WALK_BY_FD:
-        return _open_by_path(root, rel)
-    parts = rel.split("/")
-    # The root itself may be a symlink: the user named it, and resolve_workspace follows it.
-    dir_fd = os.open(root, _DIR_FLAGS & ~_O_NOFOLLOW)
-    try:
-        for part in parts[:-1]:
-            parent, dir_fd = dir_fd, -1
-            try:
-                dir_fd = _no_symlink(rel, lambda: os.open(part, _DIR_FLAGS, dir_fd=parent))
-            finally:
-                os.close(parent)
-        # Checked before opening, so a FIFO or device present all along is never opened.
-        st = os.stat(parts[-1], dir_fd=dir_fd, follow_symlinks=False)
-        if not stat.S_ISREG(st.st_mode):
-            kind = "a symlink" if stat.S_ISLNK(st.st_mode) else "not a regular file"
-            raise NotRegularFile(errno.EINVAL, kind, rel)
-        return _no_symlink(rel, lambda: os.open(parts[-1], _FILE_FLAGS, dir_fd=dir_fd))
-    finally:
-        if dir_fd >= 0:
-            os.close(dir_fd)
-
-
-def _no_symlink(rel: str, opener: Callable[[], int]) -> int:
-    try:
-        return opener()
-    except OSError as exc:
-        # O_NOFOLLOW meeting a symlink: ELOOP on Linux and macOS, EMLINK on FreeBSD.
-        if exc.errno in (errno.ELOOP, errno.EMLINK):
-            raise NotRegularFile(exc.errno, "a symlink on the way (not followed)", rel) from None
-        raise
-
-
-def _open_by_path(root: Path, rel: str) -> int:
-    path = os.path.join(root, *rel.split("/"))
-    real_root = os.path.realpath(root)
-    if os.path.commonpath([os.path.realpath(os.path.dirname(path)), real_root]) != real_root:
-        raise NotRegularFile(errno.EINVAL, "a symlink on the way (not followed)", rel)
-    if not stat.S_ISREG(os.lstat(path).st_mode):
-        raise NotRegularFile(errno.EINVAL, "not a regular file", rel)
-    return os.open(path, _FILE_FLAGS)
-
-
-# --- git ----------------------------------------------------------------------------------
-#
-# `git ls-files` reads the repository's own config, and a repository is as untrusted as its
-# files: a cloned or unpacked project can carry a `.git/config` naming programs to run.
-# So every git call gets, and why:
-#
-# * `-c core.fsmonitor=false`: the setting ls-files itself executes (to ask which files
-#   changed); a command-line value beats every config file. (git < 2.36 reads the value
-#   as a hook path and runs `false` from PATH's absolute directories: harmless.)
-# * `-c core.hooksPath=<devnull>`: ls-files runs no hook, but a write of the index runs
-#   `post-index-change`; no hook can be found under the null device.
-# * `--no-optional-locks`: no opportunistic index write at all (so no hook either), and no
-#   lock contention with the user's own git commands.
-# * `-c safe.bareRepository=explicit` (git >= 2.38, ignored before): a workspace that is,
-#   or sits in, a bare repository is not picked up with that repository's config.
-# * `--no-pager`: output goes to a pipe, where git never pages; this makes it certain.
-# * the environment keeps no GIT_* variable but those naming the user's own config
-#   (GIT_CONFIG_GLOBAL, GIT_CONFIG_SYSTEM, GIT_CONFIG_NOSYSTEM) and GIT_CEILING_DIRECTORIES
-#   (it only narrows discovery): GIT_DIR, GIT_WORK_TREE, GIT_INDEX_FILE, GIT_EXEC_PATH,
-#   GIT_CONFIG_PARAMETERS and friends, inherited from a shell or a hook, would list
-#   another repository or run other programs.
-# * git is looked up in PATH's absolute directories only, and runs with only those: a
-#   relative entry ("." or an empty one) would name the workspace, where git runs.
-# * `safe.directory` is left as the user set it: git refuses a repository owned by someone
-#   else, and the scan then walks the directory. For the same reason the system config is
-#   still read (no GIT_CONFIG_NOSYSTEM): it is the administrator's, not the repository's.
-#
-# Not overridden, because ls-files never consults them (tests/test_workspace_security.py
-# sets most up to leave a mark): filter drivers (clean, smudge, process), diff.external and
-# textconv, core.pager, core.editor, hooks in .git/hooks. core.sshCommand, credential
-# helpers, core.askPass and protocol.* serve the network, which ls-files does not touch.
-# core.untrackedCache stays: it caches directory listings and runs nothing. A config
-# `include.path` naming a FIFO would block git: GIT_TIMEOUT_S then ends it and the scan walks.
-
-_GIT_OPTIONS = (
-    "--no-pager",
-    "--no-optional-locks",
-    "-c", "core.fsmonitor=false",
-    "-c", f"core.hooksPath={os.devnull}",
-    "-c", "safe.bareRepository=explicit",
-)
-_GIT_ENV_KEPT = frozenset(
-    {"GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG_NOSYSTEM", "GIT_CEILING_DIRECTORIES"}
-)
-
-
-def _git_listing(root: Path) -> tuple[set[str], set[str]] | None:
-    """(tracked, untracked-not-ignored) paths relative to root, or None without git.
-
-    Two listings rather than one so a tracked file deleted from disk can be told apart from
-    a file that vanished mid-scan.
-    """
-    tracked = _run_git(root, ["ls-files", "-z", "--cached"])
-    if tracked is None:
-        return None
-    untracked = _run_git(root, ["ls-files", "-z", "--others", "--exclude-standard"])
-    if untracked is None:
-        return None
-    return _split_z(tracked), _split_z(untracked)
-
-
-def _split_z(out: bytes) -> set[str]:
-    # A set: unmerged files appear once per conflict stage.
-    return {os.fsdecode(p) for p in out.split(b"\0") if p}
-
-
-def _absolute_path() -> str:
-    return os.pathsep.join(d for d in os.get_exec_path() if os.path.isabs(d))
-
-
-def _git_env(path: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_") or k in _GIT_ENV_KEPT}
-    env["PATH"] = path
-    return env
-
-
-def _run_git(root: Path, args: list[str]) -> bytes | None:
-    """git's output for `args` run in `root`, hardened as described above; None on failure."""
-    path = _absolute_path()
-    git = shutil.which("git", path=path) if path else None
-    if git is None:
-        logger.debug("git is not installed; walking %s", root)
-        return None
-    try:
-        proc = subprocess.run(
-            [git, *_GIT_OPTIONS, *args],
-            cwd=root,
-            env=_git_env(path),
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=GIT_TIMEOUT_S,
-            check=False,
-        )
-    except FileNotFoundError:
-        logger.debug("git is not installed; walking %s", root)
-        return None
-    except subprocess.TimeoutExpired:
-        logger.warning(
-            "git %s timed out after %ss in %s; walking instead", args[0], GIT_TIMEOUT_S, root
-        )
-        return None
-    except OSError as exc:
-        logger.info("cannot run git in %s (%s); walking instead", root, exc)
-        return None
-    if proc.returncode != 0:
-        err = proc.stderr.decode(errors="replace").strip()
-        logger.debug("git %s failed in %s (%s); walking instead", args[0], root, err)
-        return None
-    return proc.stdout

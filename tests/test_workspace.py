@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from prism_code import workspace
+from prism_code import git_files, safe_read, workspace
 from prism_code.workspace import (
     FileState,
     ScanResult,
@@ -41,7 +41,7 @@ def mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str
         if not HAS_GIT:
             pytest.skip("git is not installed")
     else:
-        monkeypatch.setattr(workspace, "_run_git", lambda root, args: None)
+        monkeypatch.setattr(git_files, "run_git", lambda root, args: None)
     return request.param
 
 
@@ -135,7 +135,7 @@ def test_untracked_nested_repository_is_reported_not_indexed(tmp_path: Path) -> 
 
 
 def test_walk_honours_nested_gitignore_files(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr(workspace, "_run_git", lambda root, args: None)
+    monkeypatch.setattr(git_files, "run_git", lambda root, args: None)
     write(tmp_path, ".gitignore", "*.log\nsecret/\n/rootonly.py\n")
     write(tmp_path, "keep.py")
     write(tmp_path, "rootonly.py")
@@ -180,7 +180,7 @@ def test_git_timeout_falls_back_to_walk(tmp_path: Path, monkeypatch) -> None:
     def hang(*args, **kwargs):
         raise subprocess.TimeoutExpired(cmd=args[0], timeout=kwargs.get("timeout"))
 
-    monkeypatch.setattr(workspace.subprocess, "run", hang)
+    monkeypatch.setattr(git_files.subprocess, "run", hang)
 
     result = scan(tmp_path)
 
@@ -286,7 +286,7 @@ def test_fifo_is_not_opened(tmp_path: Path, monkeypatch) -> None:
     # Only the walk can meet one: git does not list FIFOs.
     if not hasattr(os, "mkfifo"):
         pytest.skip("no FIFOs on this platform")
-    monkeypatch.setattr(workspace, "_run_git", lambda root, args: None)
+    monkeypatch.setattr(git_files, "run_git", lambda root, args: None)
     write(tmp_path, "a.py")
     os.mkfifo(tmp_path / "pipe.py")  # reading it would block forever
 
@@ -337,7 +337,7 @@ def test_symlinks_outside_the_workspace_are_skipped(tmp_path: Path, mode: str) -
 
 
 def test_unreadable_directory_is_skipped_with_reason(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr(workspace, "_run_git", lambda root, args: None)
+    monkeypatch.setattr(git_files, "run_git", lambda root, args: None)
     write(tmp_path, "a.py")
     write(tmp_path, "locked/b.py")
     write(tmp_path, "locked/inner/c.py")
@@ -359,7 +359,7 @@ def test_unreadable_directory_is_skipped_with_reason(tmp_path: Path, monkeypatch
 
 
 def test_unreadable_directory_with_real_permissions(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr(workspace, "_run_git", lambda root, args: None)
+    monkeypatch.setattr(git_files, "run_git", lambda root, args: None)
     write(tmp_path, "a.py")
     write(tmp_path, "locked/b.py")
     locked = tmp_path / "locked"
@@ -376,7 +376,7 @@ def test_unreadable_directory_with_real_permissions(tmp_path: Path, monkeypatch)
 
 
 def test_file_vanishing_between_listing_and_stat_walk(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr(workspace, "_run_git", lambda root, args: None)
+    monkeypatch.setattr(git_files, "run_git", lambda root, args: None)
     write(tmp_path, "a.py")
     write(tmp_path, "b.py")
     real_walk = workspace._Scanner._walk
@@ -401,7 +401,7 @@ def test_file_vanishing_between_listing_and_stat_git(tmp_path: Path, monkeypatch
     write(tmp_path, "tracked.py")
     git(tmp_path, "add", "tracked.py")
     write(tmp_path, "untracked.py")
-    real_listing = workspace._git_listing
+    real_listing = git_files.git_listing
 
     def listing_then_delete(root):
         listed = real_listing(root)
@@ -409,7 +409,7 @@ def test_file_vanishing_between_listing_and_stat_git(tmp_path: Path, monkeypatch
         (tmp_path / "untracked.py").unlink()
         return listed
 
-    monkeypatch.setattr(workspace, "_git_listing", listing_then_delete)
+    monkeypatch.setattr(git_files, "git_listing", listing_then_delete)
 
     result = scan(tmp_path)
 
@@ -455,7 +455,7 @@ def test_content_hash_and_read_source(tmp_path: Path) -> None:
 
 
 def test_diff_scan(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr(workspace, "_run_git", lambda root, args: None)
+    monkeypatch.setattr(git_files, "run_git", lambda root, args: None)
     write(tmp_path, "same.py", "a = 1\n")
     write(tmp_path, "touched.py", "b = 1\n")
     write(tmp_path, "edited.py", "c = 1\n")
@@ -478,13 +478,13 @@ def test_diff_scan(tmp_path: Path, monkeypatch) -> None:
 
     files = scan(tmp_path).files
     reads: list[str] = []
-    real_read = workspace._read_inside
+    real_read = safe_read.read_inside
 
     def counting_read(root, path, identity=None, limit=-1):
         reads.append(path)
         return real_read(root, path, identity, limit)
 
-    monkeypatch.setattr(workspace, "_read_inside", counting_read)
+    monkeypatch.setattr(safe_read, "read_inside", counting_read)
 
     diff = diff_scan(stored, files, tmp_path)
 
@@ -505,7 +505,7 @@ def test_diff_scan(tmp_path: Path, monkeypatch) -> None:
 
 
 def test_diff_scan_file_unreadable_after_scan(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr(workspace, "_run_git", lambda root, args: None)
+    monkeypatch.setattr(git_files, "run_git", lambda root, args: None)
     write(tmp_path, "a.py", "a = 1\n")
     write(tmp_path, "b.py", "b = 1\n")
     files = scan(tmp_path).files

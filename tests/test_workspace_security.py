@@ -23,7 +23,7 @@ from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
 from prism_code import index as index_module
-from prism_code import workspace
+from prism_code import git_files, safe_read
 from prism_code.config import IndexConfig
 from prism_code.index import RepoIndex
 from prism_code.workspace import FileState, content_hash, diff_scan, read_source, scan
@@ -49,7 +49,7 @@ def isolated_git(monkeypatch: pytest.MonkeyPatch) -> None:
 def opener(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Both ways of opening safely: by directory descriptors, and the resolved-path fallback."""
     if request.param == "path check":
-        monkeypatch.setattr(workspace, "_WALK_BY_FD", False)
+        monkeypatch.setattr(safe_read, "_WALK_BY_FD", False)
     return request.param
 
 
@@ -189,7 +189,7 @@ def test_a_path_from_git_that_leads_out_of_the_workspace_is_not_read(
     root = tmp_path / "r"
     write(root, "a.py")
     write(tmp_path, "secret.py", SECRET)
-    monkeypatch.setattr(workspace, "_git_listing",
+    monkeypatch.setattr(git_files, "git_listing",
                         lambda _root: ({"a.py", "../secret.py", "./a.py"}, set()))
 
     result = scan(root)
@@ -209,7 +209,7 @@ def test_untrusted_scan_never_invokes_git(tmp_path: Path, monkeypatch: pytest.Mo
     hostile_repo(root, mark)
     calls: list[object] = []
     real_run = subprocess.run
-    monkeypatch.setattr(workspace.subprocess, "run",
+    monkeypatch.setattr(git_files.subprocess, "run",
                         lambda *a, **k: calls.append(a) or real_run(*a, **k))
 
     result = scan(root, trusted=False)

@@ -515,8 +515,10 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("prism_code").setLevel(logging.DEBUG if args.verbose else logging.INFO)
     if not args.verbose:
-        # Every debounced edit rescans the workspace: its summary line would flood the log.
-        logging.getLogger("prism_code.workspace").setLevel(logging.WARNING)
+        # Every debounced edit rescans the workspace (and lists it with git): their summary
+        # lines would flood the log.
+        for name in ("prism_code.workspace", "prism_code.git_files"):
+            logging.getLogger(name).setLevel(logging.WARNING)
     for name in ("pygls.protocol.json_rpc", "pygls.server", "prism_code.lsp.stdio"):
         logging.getLogger(name).addFilter(_ClientMistakes())
     # Hovers read notes through the memory modules (they no longer load llama.cpp's library).
