@@ -28,6 +28,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
+from typing import Final, Literal
 
 import tree_sitter
 from rapidfuzz.distance import Levenshtein
@@ -41,8 +42,9 @@ from prism_code.parse.languages import grammar, parser
 from prism_code.parse.model import ParsedFile
 from prism_code.workspace import VENDORED_DIRS
 
-LINE = "line"
-API = "api"
+TaskKind = Literal["line", "api"]  # a whole line, or a line whose answer calls a project API
+LINE: Final = "line"
+API: Final = "api"
 
 # Bump when a selection rule changes, so cached task files built by older rules are not reused.
 RULES_VERSION = 3
@@ -144,7 +146,7 @@ class CompletionTask:
     version: str
     path: str  # POSIX path relative to the project root
     line: int  # 1-based line to blank
-    kind: str  # "line" | "api"
+    kind: TaskKind
     ground_truth: str  # the line exactly as in the file, without its line ending
     indent: str  # the ground truth's leading whitespace, for completers that are given it
     api: str | None = None  # api tasks: "path#qualname" of the called in-repo definition
@@ -383,7 +385,8 @@ def build_tasks(
     line_pool = [c for sf in files for c in _line_candidates(sf)]
     api_pool = [c for sf in files for c in _api_candidates(sf, graph)]
     tasks = []
-    for kind, pool, n in ((LINE, line_pool, n_line), (API, api_pool, n_api)):
+    pools: tuple[tuple[TaskKind, list[_Candidate], int], ...] = ((LINE, line_pool, n_line), (API, api_pool, n_api))
+    for kind, pool, n in pools:
         # A string seed hashes the same way on every run and platform (random.seed, version 2).
         rng = random.Random(f"{seed}/{project}/{kind}")
         for index, cand in enumerate(_sample(pool, n, rng, max_per_file)):

@@ -33,6 +33,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
@@ -49,9 +50,12 @@ RSS_POLL_S = 0.25
 MIB = 1024
 
 
+Method = Literal["status", "hover"]  # the requests timed
+
+
 @dataclass(frozen=True)
 class Sample:
-    method: str  # "status" | "hover"
+    method: Method
     at_s: float  # when it was sent, seconds after `initialized`
     latency_ms: float
     stage: str  # the indexing stage the server last reported when it was sent
@@ -272,7 +276,7 @@ async def _measure(repo: Path, cache: Path, interval_s: float,
                                   position=types.Position(line=row, character=column))
         status = types.ExecuteCommandParams(command="prism.status", arguments=[])
 
-        async def timed(method: str, request) -> None:
+        async def timed(method: Method, request) -> None:
             stage, sent = client.stage, time.monotonic()
             try:
                 answer = await request
@@ -284,7 +288,7 @@ async def _measure(repo: Path, cache: Path, interval_s: float,
             result.samples.append(Sample(method, sent - started,
                                          (time.monotonic() - sent) * 1000, stage))
 
-        async def steady(method: str, make, every: float) -> None:
+        async def steady(method: Method, make, every: float) -> None:
             tasks = []
             while not client.ended.is_set():
                 tasks.append(asyncio.create_task(timed(method, make())))

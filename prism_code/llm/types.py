@@ -32,7 +32,8 @@ class GenerationStats:
     decoded: int  # tokens sampled
     prefill_ms: float
     decode_ms: float
-    finish_reason: str  # "stop" | "eos" | "length" | "cancelled"
+    # "stop" | "eos" | "length" | "cancelled"; a remote server may pass on its own reason
+    finish_reason: str
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from prism_code.index import RepoIndex
 from prism_code.memory.accounting import Accounting
 from prism_code.memory.code_schemas import FunctionNote, ModuleSummary
-from prism_code.memory.deterministic_notes import DETERMINISTIC, LLM, notes_for
+from prism_code.memory.deterministic_notes import DETERMINISTIC, LLM, NoteSource, notes_for
 from prism_code.memory.file_order import file_order
 from prism_code.memory.grammar import json_layout_grammar
 from prism_code.memory.notes_store import NotesStore
@@ -44,7 +44,7 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class SummaryLookup:
     summary: dict  # ModuleSummary as JSON
-    source: str  # LLM | DETERMINISTIC
+    source: NoteSource
 
 
 @dataclass

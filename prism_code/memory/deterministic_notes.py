@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Final, Literal
 
 from prism_code.embeddings import name_words
 from prism_code.fragments import Fragment, function_key
@@ -19,15 +20,16 @@ from prism_code.index import RepoIndex
 from prism_code.memory.code_schemas import FunctionNote
 from prism_code.memory.notes_store import NotesStore, function_hash
 
-LLM = "llm"
-DETERMINISTIC = "deterministic"
+NoteSource = Literal["llm", "deterministic"]  # a model's note, or one made from the parse and the graph
+LLM: Final = "llm"
+DETERMINISTIC: Final = "deterministic"
 FIELDS = ("purpose", "input", "output", "procedure")
 
 
 @dataclass(frozen=True)
 class NoteLookup:
     note: FunctionNote
-    source: str  # LLM | DETERMINISTIC
+    source: NoteSource
 
 
 def _first_sentence(doc: str, max_words: int = 30) -> str:

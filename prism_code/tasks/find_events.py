@@ -8,11 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Literal
+
+Strategy = Literal["retrieval", "prism", "wim", "long-context"]  # the find strategies
 
 
 @dataclass(frozen=True)
 class FindEvent:
-    strategy: str  # "retrieval" | "prism" | "wim" | "long-context"
+    strategy: Strategy
     stage: str  # "retrieval", "step" (a PRISM chunk), "margin" (a WiM segment), "answer"
     message: str  # one line a user can read, e.g. "margin 3/5: relevant: parse_args"
     done: int  # steps finished so far

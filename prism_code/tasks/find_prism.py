@@ -29,6 +29,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import Literal, get_args
 
 from prism_code.cancel import Cancelled
 from prism_code.index import RepoIndex
@@ -55,8 +56,10 @@ from prism_code.tasks.query_likelihood import (
 
 log = logging.getLogger(__name__)
 
-VIEWS = ("notes", "bodies")
-EVIDENCE = ("likelihood", "fit")
+View = Literal["notes", "bodies"]  # what the model is shown of a candidate
+Evidence = Literal["likelihood", "fit"]  # what may move a candidate above retrieval's first
+VIEWS: tuple[View, ...] = get_args(View)
+EVIDENCE: tuple[Evidence, ...] = get_args(Evidence)
 
 TASK = ("You help find the one function of a repository that [QUERY] describes. A search "
         "already picked some candidate functions; [TEXT] shows a few of them, each under a "
@@ -87,7 +90,7 @@ class PrismSettings:
     # doubled the decoding, which is what a query costs on a CPU, and the 0.5B kept the
     # first of every pair, dropping needles at ranks 2 and 4.
     chunk_size: int = 5  # candidates per PRISM step
-    view: str = "notes"  # "notes" | "bodies"
+    view: View = "notes"
     encoding: Encoding = Encoding.AMENDMENTS
     allow_updates: bool = True
     max_revisions: int = 2  # per step: the candidates a step may keep
@@ -95,7 +98,7 @@ class PrismSettings:
     max_body_lines: int = 60  # a long body is cut; its head says what it does
     step_tokens: int = 120  # decoded per step at most
     answer_tokens: int = 40
-    evidence: str = "likelihood"  # "likelihood" | "fit": what may move a candidate above retrieval's first
+    evidence: Evidence = "likelihood"
     likelihood_candidates: int = 10  # retrieval's top-n whose bodies the likelihood reads
     # With likelihood evidence the pass comes after the ranking and notes its first few,
     # two per step: the reasons shown for the results a user reads.

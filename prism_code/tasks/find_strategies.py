@@ -9,17 +9,17 @@ retrieval path never loads llama.cpp.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_args
 
-from prism_code.tasks.find_events import FindEvent, FindListener
+from prism_code.tasks.find_events import FindEvent, FindListener, Strategy
 from prism_code.tasks.find_function import FunctionSearch
 from prism_code.tasks.find_outcome import FindOutcome
 
 if TYPE_CHECKING:
     from prism_code.llm.runtime import LlamaSession
 
-STRATEGIES = ("retrieval", "prism", "wim", "long-context")
-MODEL_STRATEGIES = ("prism", "wim", "long-context")
+STRATEGIES: tuple[Strategy, ...] = get_args(Strategy)
+MODEL_STRATEGIES: tuple[Strategy, ...] = tuple(s for s in STRATEGIES if s != "retrieval")
 
 
 def run_find(strategy: str, search: FunctionSearch, description: str, *, top: int = 10,

@@ -23,7 +23,7 @@ import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Literal
 
 import tree_sitter
 from tree_sitter import Node
@@ -38,6 +38,7 @@ from prism_code.parse.model import Definition, ParsedFile
 from prism_code.parse.specs import language_query
 
 if TYPE_CHECKING:
+    from prism_code.memory.deterministic_notes import NoteSource
     from prism_code.memory.notes_store import NotesStore
 
 # Hover lists this many callers and callees by name; the counts are always complete.
@@ -56,20 +57,23 @@ _NAME_TYPES = frozenset({
 })
 
 
+FoundAt = Literal["definition", "call"]  # the cursor is on the definition, or on a call to it
+
+
 @dataclass(frozen=True)
 class SymbolInfo:
     """A definition found under the cursor, directly or through a call the graph resolves."""
 
     name: str
     qualname: str
-    kind: str  # "function" | "method" | "class"
+    kind: str  # "function" | "method" | "class" (parse.model.Definition.kind)
     path: str  # workspace-relative file of the definition
     start_line: int  # 1-based, inclusive
     end_line: int
     signature: str
     doc: str
     node: str  # its graph node id
-    found_at: str  # "definition" | "call"
+    found_at: FoundAt
     # Where the cursor's identifier is: 1-based line, 0-based character columns [start, end).
     line: int
     start_col: int
@@ -84,7 +88,7 @@ class HoverNote:
     callees: list[str]
     # The PRISM memory note by field (purpose, input, output, procedure), when there is one.
     note: dict[str, str] = field(default_factory=dict)
-    note_source: str = ""  # "llm" | "deterministic"; "" without a note
+    note_source: NoteSource | Literal[""] = ""  # "" without a note
 
     @property
     def span(self) -> tuple[int, int, int]:
@@ -120,8 +124,8 @@ class ModuleHover:
     """A module's summary (ModuleSummary as JSON: purpose, key_functions, depends_on)."""
 
     path: str  # workspace-relative file of the module
-    summary: dict
-    source: str  # "llm" (a Chain-of-Key summary) | "deterministic"
+    summary: dict[str, Any]
+    source: NoteSource  # "llm": a Chain-of-Key summary
     span: tuple[int, int, int]  # (1-based line, 0-based start and end character) hovered
 
     def markdown(self) -> str:
@@ -168,7 +172,7 @@ def symbol_at(index: RepoIndex, path: str, line: int, col: int, text: str | None
         return None
     ident, source = buffer.ident, buffer.source
     pf = buffer.parsed.file()
-    name = ident.text.decode("utf-8", "replace")
+    name = (ident.text or b"").decode("utf-8", "replace")
     span = _span(buffer.lines, ident)
     own = _defined_here(pf, source, ident, name)
     if own is not None:
@@ -421,7 +425,7 @@ def _span(lines: list[str], ident: Node) -> tuple[int, int, int]:
     row, start_byte = ident.start_point
     raw = lines[row].encode("utf-8")
     start = len(raw[:start_byte].decode("utf-8", "replace"))
-    end = start + len(ident.text.decode("utf-8", "replace"))
+    end = start + len((ident.text or b"").decode("utf-8", "replace"))
     return row + 1, start, end
 
 
@@ -479,7 +483,7 @@ def _describe_node(graph: CodeGraph, node: str) -> str:
     return f"module code ({where})"
 
 
-def _symbol(path: str, d: Definition, found_at: str, span: tuple[int, int, int]) -> SymbolInfo:
+def _symbol(path: str, d: Definition, found_at: FoundAt, span: tuple[int, int, int]) -> SymbolInfo:
     line, start, end = span
     return SymbolInfo(d.name, d.qualname, d.kind, path, d.start_line, d.end_line, d.signature,
                       d.doc, def_node(path, d.qualname), found_at, line, start, end)
