@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import Never
 
 from tqdm import tqdm
 
@@ -12,7 +13,7 @@ class StageBars:
 
     def __init__(self, enabled: bool | None = None) -> None:
         self.enabled = sys.stderr.isatty() if enabled is None else enabled
-        self._bar: tqdm | None = None
+        self._bar: tqdm[Never] | None = None  # a bar without an iterable
         self._stage = ""
 
     def __call__(self, stage: str, done: int, total: int) -> None:

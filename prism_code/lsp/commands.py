@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 from pygls.workspace.position_codec import PositionCodec
 
@@ -81,6 +82,6 @@ def found_json(found: Found, codec: PositionCodec) -> dict[str, Any]:
     }
 
 
-def _range_json(r) -> dict[str, Any]:
+def _range_json(r: types.Range) -> dict[str, Any]:
     return {"start": {"line": r.start.line, "character": r.start.character},
             "end": {"line": r.end.line, "character": r.end.character}}

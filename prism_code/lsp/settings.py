@@ -10,7 +10,7 @@ are accepted, optionally under a `prism` section.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -104,7 +104,7 @@ def _flatten(raw: Any, warnings: list[str]) -> dict[str, Any]:
         raw = raw["prism"]
     flat: dict[str, Any] = {}
 
-    def walk(prefix: str, node: Mapping) -> None:
+    def walk(prefix: str, node: Mapping[str, Any]) -> None:
         for key, value in node.items():
             name = f"{prefix}{key}"
             # Only the groups are objects; any other object is a value (and then invalid).
@@ -122,7 +122,7 @@ class _Invalid:
     expected: str
 
 
-def _int(low: int, high: int):
+def _int(low: int, high: int) -> Callable[[Any], int | _Invalid]:
     expected = f"an integer from {low} to {high}"
 
     def parse(value: Any) -> int | _Invalid:
@@ -136,7 +136,7 @@ def _int(low: int, high: int):
     return parse
 
 
-def _float(low: float, high: float):
+def _float(low: float, high: float) -> Callable[[Any], float | _Invalid]:
     def parse(value: Any) -> float | _Invalid:
         if isinstance(value, bool):
             return _Invalid(f"a number from {low} to {high}")

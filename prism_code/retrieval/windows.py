@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 
 from prism_code.fragments import Fragment
 from prism_code.index import RepoIndex
@@ -39,7 +40,7 @@ class WindowRetriever:
         self._windows: list[Fragment] = []
         self._texts: list[str] = []
         self._lexical: LexicalIndex | None = None
-        self._related = None
+        self._related: sp.csr_matrix | None = None
 
     def _refresh(self) -> None:
         if self._generation == self.index.generation and self._lexical is not None:
@@ -63,6 +64,7 @@ class WindowRetriever:
         if not self._windows:
             return []
         independent = self._lexical.scores(code_tokens(query)).astype(np.float64)
+        assert self._related is not None  # built with _lexical
         scores = relation_aware_scores(independent, self._related, alpha)
         own = np.array([w.path == exclude_path for w in self._windows])
         scores[own] = -np.inf

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -49,7 +50,7 @@ class FoundFunction:
         """The key of the function's fragment in the index."""
         return function_key(self.path, self.qualname)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -62,19 +63,26 @@ class FunctionCorpus:
     relations phase of an update only moves related sets).
     """
 
+    definitions: list[Definition | None]
+    cards: list[str]
+    tokens: list[list[str]]
+    bags: list[TermBag]
+    lexical: LexicalIndex
+    vocabulary: Vocabulary
+
     def __init__(self, index: RepoIndex | IndexSnapshot, previous: FunctionCorpus | None = None) -> None:
         self.generation = index.generation
         self.fragments: list[Fragment] = index.functions()
         self.code = [index.text(f) for f in self.fragments]
         same_functions = (previous is not None and previous.code == self.code
                           and [f.key for f in previous.fragments] == [f.key for f in self.fragments])
-        if same_functions:
+        if previous is not None and same_functions:
             self.definitions, self.cards, self.lexical = previous.definitions, previous.cards, previous.lexical
             self.tokens, self.bags, self.vocabulary = previous.tokens, previous.bags, previous.vocabulary
         else:
-            fresh = previous is None or previous.vocabulary_outgrown()
-            known = {} if fresh else previous._by_key()
-            self.vocabulary = Vocabulary() if fresh else previous.vocabulary
+            reuse = None if previous is None or previous.vocabulary_outgrown() else previous
+            known = {} if reuse is None else reuse._by_key()
+            self.vocabulary = Vocabulary() if reuse is None else reuse.vocabulary
             self.definitions, self.cards, self.tokens, self.bags = [], [], [], []
             for f, text in zip(self.fragments, self.code):
                 reused = known.get(f.key)
