@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from prism_code.parse import Import, parse_source
-from prism_code.parse.resolve import ModuleResolver, resolve_import
+from prism_code.parse.resolve import ModuleResolver
 
 FIXTURES = Path(__file__).parent / "fixtures" / "multilang"
 FIXTURE_FILES = frozenset(path.relative_to(FIXTURES).as_posix() for path in FIXTURES.rglob("*") if path.is_file())
@@ -63,13 +63,6 @@ def test_fixture_imports_resolve(fixture_resolutions: dict[tuple[str, str], list
         ("web/widget.js", "./lib"): ["web/lib.ts"],
         ("web/widget.js", "path"): [],
     }
-
-
-def test_resolve_import_wrapper_accepts_set_and_frozenset() -> None:
-    imp = Import("util", 6, (("helper", None),), level=1)
-    assert resolve_import(imp, "pkg/core.py", "python", FIXTURE_FILES) == ["pkg/util.py"]
-    assert resolve_import(imp, "pkg/core.py", "python", set(FIXTURE_FILES)) == ["pkg/util.py"]
-    assert resolve_import(imp, "pkg/core.py", "cobol", FIXTURE_FILES) == []
 
 
 # Python -------------------------------------------------------------------------------------

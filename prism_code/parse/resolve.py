@@ -10,7 +10,7 @@ from __future__ import annotations
 import posixpath
 from collections import defaultdict
 from collections.abc import Callable, Iterable
-from functools import cached_property, lru_cache
+from functools import cached_property
 
 from prism_code.parse.model import Import
 
@@ -258,15 +258,6 @@ class ModuleResolver:
         return _closest(self._c_suffixes.get(posixpath.normpath(imp.module), ()), from_path)
 
 
-def resolve_import(imp: Import, from_path: str, language: str, files: frozenset[str] | set[str]) -> list[str]:
-    """One-shot form of `ModuleResolver(files).resolve(...)`; reuses the resolver for a frozenset."""
-    resolver = _cached_resolver(files) if isinstance(files, frozenset) else ModuleResolver(files)
-    return resolver.resolve(imp, from_path, language)
-
-
-@lru_cache(maxsize=4)
-def _cached_resolver(files: frozenset[str]) -> ModuleResolver:
-    return ModuleResolver(files)
 
 
 def _join(directory: str, name: str) -> str:
