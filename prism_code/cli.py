@@ -7,6 +7,8 @@ import json
 import logging
 import sys
 from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from prism_code.cancel import Cancelled
 from prism_code.cli_args import bounded_float, bounded_int, non_empty_path, non_empty_text
@@ -17,19 +19,28 @@ from prism_code.progress import StageBars
 from prism_code.terminal import TerminalFormatter, shown, shown_text
 from prism_code.workspace import WorkspaceError, read_source
 
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from prism_code.index import RepoIndex
+    from prism_code.llm.backend import CompletionBackend
+    from prism_code.llm.state_cache import StateCache
+    from prism_code.tasks.find_events import FindEvent
+    from prism_code.tasks.find_function import FoundFunction, FunctionSearch
+
 log = logging.getLogger("prism_code")
 
 BENCH_HELP = "benchmarks from a source checkout (results go to docs/benchmarks.md)"
 
 
-def _open_index(args: argparse.Namespace):
+def _open_index(args: argparse.Namespace) -> RepoIndex:
     from prism_code.index import RepoIndex
 
     config = IndexConfig(exclude=list(args.exclude or []), trusted=not args.untrusted)
     return RepoIndex(args.path, config, cache_dir=args.cache_dir)
 
 
-def _embed(index, bars: StageBars) -> int:
+def _embed(index: RepoIndex, bars: StageBars) -> int:
     from prism_code.embeddings import VectorCache
     from prism_code.memory.notes_store import llm_note_texts
     from prism_code.retrieval.dense import Embedder
@@ -85,13 +96,13 @@ def cmd_find(args: argparse.Namespace) -> int:
     return 0
 
 
-def _find_with_model(args: argparse.Namespace, search) -> list:
+def _find_with_model(args: argparse.Namespace, search: FunctionSearch) -> list[FoundFunction]:
     """A model strategy of find; its progress events go to stderr as lines."""
     from prism_code.llm import LlamaSession, StateCache
     from prism_code.llm.cpu_load import threads_for_now
     from prism_code.tasks.find_strategies import run_find
 
-    def show(event) -> None:
+    def show(event: FindEvent) -> None:
         print(f"[{event.strategy} {event.done}/{event.total}] {event.stage}: {shown(event.message)}",
               file=sys.stderr, flush=True)
 
@@ -119,7 +130,7 @@ def cmd_related(args: argparse.Namespace) -> int:
         here = index.fragments_at(rel, args.line)
         if not here:
             raise ValueError(f"no indexed fragment covers {rel}:{args.line}")
-        report = [{"fragment": f.key, "kind": f.kind, "lines": [f.start_line, f.end_line],
+        report: list[dict[str, Any]] = [{"fragment": f.key, "kind": f.kind, "lines": [f.start_line, f.end_line],
                    "related": [{"fragment": k, "path": index.fragments[k].path,
                                 "lines": [index.fragments[k].start_line, index.fragments[k].end_line],
                                 "strength": w}
@@ -137,7 +148,7 @@ def cmd_related(args: argparse.Namespace) -> int:
     return 0
 
 
-def _relative(index, file: Path) -> str:
+def _relative(index: RepoIndex, file: Path) -> str:
     """FILE (absolute, or relative to the workspace) as the workspace path of its real file.
 
     `../x`, an absolute path elsewhere and a symlink leading out are refused: `complete`
@@ -187,6 +198,8 @@ def cmd_complete(args: argparse.Namespace) -> int:
         settings = CompletionSettings(retrieval=not args.no_retrieval)
         if args.alpha is not None:
             settings.alpha = args.alpha
+        session: CompletionBackend
+        states: StateCache | None
         if args.remote:
             from prism_code.llm.remote import RemoteSession, RemoteSettings
 
@@ -215,7 +228,7 @@ class BenchUnavailable(RuntimeError):
     """The benchmarks cannot run: no source checkout, or their chart library is missing."""
 
 
-def _bench_cli():
+def _bench_cli() -> ModuleType:
     """prism_bench.cli from the source checkout this prism_code runs from.
 
     The benchmarks (prism_bench/) are not installed with the library: they run from a
@@ -242,7 +255,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     parser = argparse.ArgumentParser(prog="prism-code bench", description=BENCH_HELP)
     bench_cli.add_arguments(parser)
     try:
-        return bench_cli.run(parser.parse_args(args.bench_args))
+        status: int = bench_cli.run(parser.parse_args(args.bench_args))
+        return status
     except ChartsUnavailable as exc:
         raise BenchUnavailable(str(exc)) from exc
 
@@ -342,7 +356,8 @@ def main(argv: list[str] | None = None) -> int:
     handler.setFormatter(TerminalFormatter("%(levelname)s %(name)s: %(message)s"))
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, handlers=[handler])
     try:
-        return args.func(args)
+        command: Callable[[argparse.Namespace], int] = args.func
+        return command(args)
     except (WorkspaceError, ValueError, ModelError, BackendError, BenchUnavailable) as exc:
         print(f"prism-code: error: {shown_text(str(exc))}", file=sys.stderr)
         return 2

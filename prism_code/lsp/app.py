@@ -37,7 +37,7 @@ from prism_code.lsp.model_scheduler import ModelScheduler, last_code_position
 from prism_code.lsp.notes_pass import NotesScheduler
 from prism_code.lsp.protocol import CheckedProtocol
 from prism_code.lsp.settings import Settings, parse_settings
-from prism_code.lsp.workspace_state import WorkspaceState
+from prism_code.lsp.workspace_state import Found, WorkspaceState
 from prism_code.parse.languages import EXTENSION_LANGUAGES, language_for_path
 from prism_code.retrieval.dense import ModelUnavailable
 from prism_code.tasks.find_events import FindEvent
@@ -236,8 +236,11 @@ async def shutdown(ls: PrismServer, params: None) -> None:
     if ls.models is not None:
         await ls.models.aclose()
     states = list(ls.states.values())
-    await asyncio.get_running_loop().run_in_executor(
-        None, lambda: [state.stop() for state in states])
+
+    def stop_all() -> None:
+        for state in states:
+            state.stop()
+    await asyncio.get_running_loop().run_in_executor(None, stop_all)
     ls.pool.shutdown(wait=False, cancel_futures=True)
 
 
@@ -383,7 +386,7 @@ async def find_function(ls: PrismServer, *arguments: Any) -> list[dict[str, Any]
     args = commands.find_args(arguments, ls.settings.find_strategy)
     states = list(ls.states.values())
 
-    def search(cancelled: Callable[[], bool]) -> list:
+    def search(cancelled: Callable[[], bool]) -> list[Found]:
         found = [hit for state in states for hit in state.search(args.description, args.top,
                                                                   cancelled)]
         # Several folders: fused scores are z-scores per corpus, comparable enough to merge.
@@ -400,16 +403,17 @@ async def find_function(ls: PrismServer, *arguments: Any) -> list[dict[str, Any]
     return [commands.found_json(hit, codec) for hit in found]
 
 
-async def find_with_model(ls: PrismServer, args: commands.FindArgs, states: list[WorkspaceState]) -> list:
+async def find_with_model(ls: PrismServer, args: commands.FindArgs,
+                          states: list[WorkspaceState]) -> list[Found]:
     """A PRISM / WiM / long-context pass on the model thread; its steps stream as $/progress."""
     if ls.models is None or ls.bridge is None:
         raise JsonRpcInternalError("the model is not available before initialization")
-    bridge = ls.bridge
+    bridge, models = ls.bridge, ls.models
     with ls.protocol.cancellable() as flag:
-        def job(session: Any) -> list:
+        def job(session: Any) -> list[Found]:
             if session is None:
                 raise JsonRpcInternalError(f"the {args.strategy} strategy needs the local model, "
-                                           f"which is unavailable: {ls.models.host.error or 'not loaded'}")
+                                           f"which is unavailable: {models.host.error or 'not loaded'}")
             progress = bridge.progress(f"PRISM: {args.strategy}", FIND_PROGRESS)
             progress.begin()
             try:
@@ -417,7 +421,7 @@ async def find_with_model(ls: PrismServer, args: commands.FindArgs, states: list
                     progress.report(event.stage, event.message, 100 * event.done / max(event.total, 1))
                 found = [hit for state in states for hit in state.find_with_model(
                     args.strategy, args.description, args.top, session, on_event, flag.is_set,
-                    ls.models.state_dir)]
+                    models.state_dir)]
             finally:
                 progress.end("done")
             return found[:args.top]

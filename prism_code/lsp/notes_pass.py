@@ -24,10 +24,13 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prism_code.lsp.model_scheduler import ModelScheduler
 from prism_code.lsp.workspace_state import ProgressSink, WorkspaceState
+
+if TYPE_CHECKING:
+    from prism_code.memory.note_writer import NotesRun
 
 log = logging.getLogger(__name__)
 
@@ -142,7 +145,7 @@ class NotesScheduler:
         future = self._scheduler.submit_background(self._run, state, list(self._priority), generation)
         future.add_done_callback(lambda f: self._loop.call_soon_threadsafe(self._finished, state, f))
 
-    def _finished(self, state: WorkspaceState, future: Future) -> None:
+    def _finished(self, state: WorkspaceState, future: Future[NotesRun | _Cancelled | None]) -> None:
         self._running = None
         try:
             run = future.result()
@@ -156,7 +159,7 @@ class NotesScheduler:
             self._no_model = True
             self._states[state.root] = NO_MODEL
             self._end(state, "no model: notes are off")
-        elif not run.cancelled:
+        elif not isinstance(run, _Cancelled) and not run.cancelled:
             self._pending.pop(state.root, None)
             self._states[state.root] = DONE
             log.info("%s: notes pass done: %d written, %d up to date, %d copied, %d failed "
@@ -187,7 +190,7 @@ class NotesScheduler:
                 or self._scheduler.model_wanted()
                 or time.monotonic() - self._scheduler.last_activity < QUIET_S)
 
-    def _run(self, state: WorkspaceState, priority: list[str], generation: int):
+    def _run(self, state: WorkspaceState, priority: list[str], generation: int) -> NotesRun | _Cancelled | None:
         index = state.index
         if index is None or self._yield(state, generation):
             return _Cancelled()

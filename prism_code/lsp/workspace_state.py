@@ -21,10 +21,12 @@ import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
 
 from prism_code.cancel import Cancelled
 from prism_code.config import IndexConfig, cache_root
@@ -275,7 +277,7 @@ class WorkspaceState:
                 self._notes_epoch = index.store.epoch
             return self._notes
 
-    def status(self) -> dict:
+    def status(self) -> dict[str, Any]:
         index = self.index
         functions = 0 if index is None else index.function_count
         cache = self.settings.cache_dir or cache_root()
@@ -333,23 +335,23 @@ class WorkspaceState:
             progress.report(stage, f"{stage} {done}/{total}", start + (end - start) * share)
 
         try:
-            if self.index is None or self._reopen:
+            index = self.index
+            if index is None or self._reopen:
                 self.state = OPENING
                 report("open", 0, 1)
                 with heap.building():
-                    self._open()
+                    index = self._open()
             self.state = INDEXING
             # Files and fragments are published first, so search and completion see an edit
             # at once; relations follow, and a newer edit interrupts them (its update finishes them).
-            summary = self.index.update(progress=report, cancelled=self._interrupted,
-                                        relations=False)
+            summary = index.update(progress=report, cancelled=self._interrupted, relations=False)
             log.log(logging.INFO if visible else logging.DEBUG, "%s: indexed %s",
                     self.root.name, summary.line())
-            self.index.finish_relations(
+            index.finish_relations(
                 report, cancelled=lambda: self._interrupted() or self._due is not None)
             self.state = EMBEDDING
             self._embed(report)
-            self.noted = count_notes(self.index, self.notes_store(self.index))
+            self.noted = count_notes(index, self.notes_store(index))
             heap.settle(force=True)
             _release_memory()
             self.state = IDLE
@@ -376,7 +378,7 @@ class WorkspaceState:
             self.state, self.error = FAILED, f"{type(exc).__name__}: {exc}"
             if is_damage(exc) and self.index is not None:
                 # The index is derived data: move the damaged file aside and rebuild.
-                self._recover(exc)
+                self._recover(self.index, exc)
             else:
                 log.exception("%s: indexing failed", self.root.name)
             progress.end(f"indexing failed: {exc}")
@@ -385,16 +387,16 @@ class WorkspaceState:
             log.exception("%s: indexing failed", self.root.name)
             progress.end(f"indexing failed: {exc}")
 
-    def _recover(self, damage: sqlite3.DatabaseError) -> None:
+    def _recover(self, index: RepoIndex, damage: sqlite3.DatabaseError) -> None:
         try:
-            self.index.recover(damage, timeout=WRITE_LOCK_WAIT_S)
+            index.recover(damage, timeout=WRITE_LOCK_WAIT_S)
         except Exception as exc:  # noqa: BLE001 - reported; the next update tries again
             log.error("%s: the index database is damaged and could not be replaced: %s",
                       self.root.name, exc)
             return
         self.schedule(visible=True)
 
-    def _open(self) -> None:
+    def _open(self) -> RepoIndex:
         config = IndexConfig(exclude=list(self.settings.exclude), trusted=self.settings.trusted)
         index = RepoIndex(self.root, config, self.settings.cache_dir,
                           lock_timeout=WRITE_LOCK_WAIT_S)
@@ -407,6 +409,7 @@ class WorkspaceState:
         if old is not None:
             old.close()
         log.info("%s: index at %s", self.root.name, index.store.path)
+        return index
 
     def _load_embedder(self) -> Embedder | None:
         if self._embedder is None:
@@ -443,7 +446,9 @@ class WorkspaceState:
 class _LeanEmbedder(Embedder):
     """The embedder with the server's batch size (see EMBED_BATCH)."""
 
-    def embed(self, texts, batch_size: int = EMBED_BATCH, progress=None, cancelled=None):
+    def embed(self, texts: Sequence[str], batch_size: int = EMBED_BATCH,
+              progress: Callable[[int, int], None] | None = None,
+              cancelled: Callable[[], bool] | None = None) -> np.ndarray:
         return super().embed(texts, batch_size, progress, cancelled)
 
 
