@@ -17,19 +17,34 @@ import json
 import logging
 import os
 import struct
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol, runtime_checkable
 
 from prism_code.atomic import atomic_write
 from prism_code.config import cache_root
 
 from .types import common_prefix
 
-if TYPE_CHECKING:
-    from .runtime import LlamaSession
+
+@runtime_checkable
+class KVStateSession(Protocol):
+    """What the cache needs of a session: a local KV cache to export and import (LlamaSession)."""
+
+    @property
+    def tokens(self) -> list[int]: ...
+    @property
+    def n_ctx(self) -> int: ...
+    @property
+    def lock(self) -> threading.RLock: ...
+    @property
+    def model_sha256(self) -> str: ...
+    def truncate(self, n: int) -> None: ...
+    def export_state(self) -> memoryview: ...
+    def import_state(self, tokens: Sequence[int], data: bytearray) -> bool: ...
 
 log = logging.getLogger(__name__)
 
@@ -68,14 +83,14 @@ class StateCache:
         self.root = root or default_state_dir()
         self.max_bytes = max_bytes
 
-    def _model_dir(self, session: LlamaSession) -> Path:
+    def _model_dir(self, session: KVStateSession) -> Path:
         return self.root / session.model_sha256
 
-    def _path(self, session: LlamaSession, tokens: Sequence[int]) -> Path:
+    def _path(self, session: KVStateSession, tokens: Sequence[int]) -> Path:
         # The length in the name lets a lookup hash only the prefix lengths that exist.
         return self._model_dir(session) / f"{len(tokens):06d}-{prefix_key(tokens)}{SUFFIX}"
 
-    def save_prefix(self, session: LlamaSession, n_tokens: int) -> Path | None:
+    def save_prefix(self, session: KVStateSession, n_tokens: int) -> Path | None:
         """Persist the state of session.tokens[:n_tokens]; the session's cache is cut back to it.
 
         Returns the file, or None when it would not fit under the size cap.
@@ -83,7 +98,7 @@ class StateCache:
         with session.lock:
             return self._save(session, n_tokens)
 
-    def _save(self, session: LlamaSession, n_tokens: int) -> Path | None:
+    def _save(self, session: KVStateSession, n_tokens: int) -> Path | None:
         if not 0 < n_tokens <= len(session.tokens):
             raise ValueError(f"n_tokens must be in 1..{len(session.tokens)}")
         # The sequence state covers every cached cell, so the cache must hold exactly the prefix.
@@ -113,7 +128,7 @@ class StateCache:
         self.evict(keep=path)
         return path
 
-    def restore_longest_prefix(self, session: LlamaSession, tokens: Sequence[int]) -> int:
+    def restore_longest_prefix(self, session: KVStateSession, tokens: Sequence[int]) -> int:
         """Load the longest saved prefix of `tokens` into the session; how many tokens were restored.
 
         0 if nothing applies, including when the session already caches at least as long a
@@ -122,7 +137,7 @@ class StateCache:
         with session.lock:
             return self._restore(session, list(tokens))
 
-    def _restore(self, session: LlamaSession, tokens: list[int]) -> int:
+    def _restore(self, session: KVStateSession, tokens: list[int]) -> int:
         model_dir = self._model_dir(session)
         lengths = sorted({e.n_tokens for e in self._entries(model_dir)}, reverse=True)
         live = common_prefix(session.tokens, tokens)

@@ -13,9 +13,10 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from prism_code.index import RepoIndex
 from prism_code.memory.code_schemas import CandidateFunctions, FunctionNote
@@ -65,7 +66,7 @@ def chunks_of(session: LlamaSession, index: RepoIndex, n_chunks: int, chunk_toke
     return chunks
 
 
-def chunk_targets(chunks: list[Chunk]):
+def chunk_targets(chunks: list[Chunk]) -> Callable[[int, str], list[Target]]:
     """Per step, the candidate entries named after the functions that chunk defines."""
     def targets(i: int, _text: str) -> list[Target]:
         return [Target(FunctionNote, path=format_path(("candidate_functions", q))) for q in chunks[i].qualnames]
@@ -73,7 +74,7 @@ def chunk_targets(chunks: list[Chunk]):
 
 
 def ablation(session: LlamaSession, index: RepoIndex, query: str = DEFAULT_QUERY, n_chunks: int = 6,
-             chunk_tokens: int = 500, max_tokens: int = 160) -> list[dict]:
+             chunk_tokens: int = 500, max_tokens: int = 160) -> list[dict[str, Any]]:
     chunks = chunks_of(session, index, n_chunks, chunk_tokens)
     rows = []
     for encoding in (Encoding.IN_PLACE, Encoding.AMENDMENTS):
@@ -91,7 +92,7 @@ def ablation(session: LlamaSession, index: RepoIndex, query: str = DEFAULT_QUERY
 
 
 def grammar_comparison(session: LlamaSession, index: RepoIndex, query: str = DEFAULT_QUERY, n_chunks: int = 6,
-                       chunk_tokens: int = 500, max_tokens: int = 160) -> list[dict]:
+                       chunk_tokens: int = 500, max_tokens: int = 160) -> list[dict[str, Any]]:
     """How well the model's revisions survive validation: typed grammar, generic grammar, none."""
     chunks = chunks_of(session, index, n_chunks, chunk_tokens)
     rows = []
@@ -115,7 +116,7 @@ def grammar_comparison(session: LlamaSession, index: RepoIndex, query: str = DEF
     return rows
 
 
-def _table(rows: list[dict], columns: list[str]) -> str:
+def _table(rows: list[dict[str, Any]], columns: list[str]) -> str:
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     lines += ["| " + " | ".join(str(row[c]) for c in columns) + " |" for row in rows]
     return "\n".join(lines)

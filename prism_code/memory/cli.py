@@ -10,11 +10,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING
 
 from prism_code.cli_args import bounded_int
 from prism_code.config import THREADS_RANGE, IndexConfig
 from prism_code.progress import StageBars
 from prism_code.terminal import shown
+
+if TYPE_CHECKING:
+    from prism_code.fragments import Fragment
+    from prism_code.index import RepoIndex
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -31,7 +36,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="with --run: skip the Chain-of-Key module summaries of fully noted files")
 
 
-def _selected(index, symbol: str | None) -> list:
+def _selected(index: RepoIndex, symbol: str | None) -> list[Fragment]:
     functions = index.functions()
     if not symbol:
         return functions
@@ -84,7 +89,7 @@ def notes_command(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run(index, args: argparse.Namespace) -> None:
+def _run(index: RepoIndex, args: argparse.Namespace) -> None:
     from prism_code.llm import LlamaSession, StateCache
     from prism_code.llm.cpu_load import threads_for_now
     from prism_code.memory.cok import ModuleSummarizer, files_ready_for_summary

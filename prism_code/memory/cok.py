@@ -16,7 +16,7 @@ import json
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from prism_code.index import RepoIndex
 from prism_code.memory.accounting import Accounting
@@ -43,13 +43,13 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class SummaryLookup:
-    summary: dict  # ModuleSummary as JSON
+    summary: dict[str, Any]  # ModuleSummary as JSON
     source: NoteSource
 
 
 @dataclass
 class CokResult:
-    memory: dict
+    memory: dict[str, Any]
     applied: list[Revision] = field(default_factory=list)
     rejected: list[Rejected] = field(default_factory=list)
     accounting: Accounting = field(default_factory=Accounting)
@@ -78,7 +78,7 @@ _INSTRUCTION = (
 )
 
 
-def cok_step(session: LlamaSession, schema: type, memory: dict, new_information: str,
+def cok_step(session: LlamaSession, schema: type, memory: dict[str, Any], new_information: str,
              update_targets: Sequence[Target], add_targets: Sequence[Target], *,
              max_updates: int = 2, max_adds: int = 4, max_tokens: int = 160,
              cancelled: Callable[[], bool] | None = None) -> CokResult:
@@ -144,7 +144,7 @@ def _file_hash(index: RepoIndex, path: str) -> str:
     return content_hash("\n".join(index.lines.get(path, [])).encode("utf-8"))
 
 
-def deterministic_summary(index: RepoIndex, path: str, store: NotesStore | None = None) -> dict:
+def deterministic_summary(index: RepoIndex, path: str, store: NotesStore | None = None) -> dict[str, Any]:
     """A ModuleSummary from the docstring, the imports and the notes that exist now."""
     text = "\n".join(index.lines.get(path, []))
     doc = _first_sentence(_module_doc(text)) if path.endswith(".py") else ""
@@ -212,7 +212,7 @@ class ModuleSummarizer:
         self.notes_per_step = notes_per_step
         self.accounting = Accounting()
 
-    def _start(self, path: str) -> dict:
+    def _start(self, path: str) -> dict[str, Any]:
         stored = self.store.summary(path)
         if stored is not None and stored.hash == _file_hash(self.index, path):
             return stored.summary
@@ -224,7 +224,7 @@ class ModuleSummarizer:
         return memory
 
     def notes_arrived(self, path: str, notes: dict[str, FunctionNote],
-                      cancelled: Callable[[], bool] | None = None) -> dict:
+                      cancelled: Callable[[], bool] | None = None) -> dict[str, Any]:
         """Merge new notes of one file into its summary; persists and returns the summary."""
         memory = self._start(path)
         items = list(notes.items())

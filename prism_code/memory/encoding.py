@@ -38,7 +38,7 @@ class Encoding(str, Enum):  # noqa: UP042
     AMENDMENTS = "amendments"
 
 
-def render_memory(memory: dict) -> str:
+def render_memory(memory: dict[str, Any]) -> str:
     # One line, insertion order: an add lands at the end of its object, so the text
     # before it does not move.
     return json.dumps(memory, ensure_ascii=False)
@@ -108,7 +108,7 @@ class PromptBuilder:
     schema: type
     encoding: Encoding = Encoding.AMENDMENTS
     allow_updates: bool = True
-    base: dict = field(default_factory=dict)  # the memory the pass starts from
+    base: dict[str, Any] = field(default_factory=dict)  # the memory the pass starts from
     _stable: list[int] = field(default_factory=list, init=False)
     _head: list[int] = field(default_factory=list, init=False)
     _base_tokens: list[int] = field(default_factory=list, init=False)
@@ -146,22 +146,22 @@ class PromptBuilder:
             for revision in applied:
                 self._amendments += self.session.tokenize_text(revision.line() + "\n")
 
-    def memory_tokens(self, memory: dict) -> list[int]:
+    def memory_tokens(self, memory: dict[str, Any]) -> list[int]:
         if self.encoding is Encoding.AMENDMENTS:
             return self._base_tokens + self._amendments
         return self.session.tokenize_text(render_memory(memory) + "\n")
 
-    def prompt(self, memory: dict, chunk: str) -> Prompt:
+    def prompt(self, memory: dict[str, Any], chunk: str) -> Prompt:
         """The step prompt; `memory` is the current memory (in-place renders it)."""
         return self._with(memory, "\n[TEXT]\n" + chunk)
 
-    def final_prompt(self, memory: dict, instruction: str) -> Prompt:
+    def final_prompt(self, memory: dict[str, Any], instruction: str) -> Prompt:
         """The final answer prompt (Algorithm 1, line 6): the step prompt's task, schema,
         query and memory unchanged, then `instruction` where a chunk would be. Built on the
         same tokens, it reuses the last step's cached prefix up to the end of the memory."""
         return self._with(memory, "\n[ANSWER]\n" + instruction.strip())
 
-    def _with(self, memory: dict, after_memory: str) -> Prompt:
+    def _with(self, memory: dict[str, Any], after_memory: str) -> Prompt:
         mem = self.memory_tokens(memory)
         tokens = self._head + mem + self.session.tokenize_text(after_memory) + self._tail
         return Prompt(tokens, len(self._head), len(self._head) + len(mem))

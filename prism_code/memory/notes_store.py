@@ -15,7 +15,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from prism_code import workspace
 from prism_code.memory.code_schemas import FunctionNote
@@ -49,7 +49,7 @@ class StoredNote:
 class StoredSummary:
     path: str
     hash: str
-    summary: dict
+    summary: dict[str, Any]
     model: str
 
 
@@ -64,7 +64,7 @@ class NotesStore:
             self._db.execute(statement)
 
     @classmethod
-    def for_index(cls, index) -> NotesStore:
+    def for_index(cls, index: RepoIndex) -> NotesStore:
         """The notes of a RepoIndex's workspace."""
         return cls(index.store.path)
 
@@ -85,7 +85,7 @@ class NotesStore:
             row = self._db.execute(
                 "SELECT path, qualname, hash, purpose, input, output, procedure, model "
                 "FROM function_notes WHERE path = ? AND qualname = ?", (path, qualname)).fetchone()
-        return _note(row)
+        return None if row is None else _note(row)
 
     def by_hash(self, content_hash: str) -> StoredNote | None:
         """Any note written for this exact function text (a moved or copied function)."""
@@ -93,7 +93,7 @@ class NotesStore:
             row = self._db.execute(
                 "SELECT path, qualname, hash, purpose, input, output, procedure, model "
                 "FROM function_notes WHERE hash = ? LIMIT 1", (content_hash,)).fetchone()
-        return _note(row)
+        return None if row is None else _note(row)
 
     def notes_in(self, path: str) -> dict[str, FunctionNote]:
         """qualname -> note for every note of one file (current or not)."""
@@ -121,7 +121,8 @@ class NotesStore:
 
     def count(self) -> int:
         with self._lock:
-            return self._db.execute("SELECT COUNT(*) FROM function_notes").fetchone()[0]
+            count: int = self._db.execute("SELECT COUNT(*) FROM function_notes").fetchone()[0]
+            return count
 
     def delete_missing(self, live: set[tuple[str, str]]) -> int:
         """Drop notes of functions that no longer exist; returns how many."""
@@ -140,15 +141,13 @@ class NotesStore:
             return None
         return StoredSummary(row[0], row[1], json.loads(row[2]), row[3])
 
-    def put_summary(self, path: str, content_hash: str, summary: dict, model: str) -> None:
+    def put_summary(self, path: str, content_hash: str, summary: dict[str, Any], model: str) -> None:
         with self._lock:
             self._db.execute("INSERT OR REPLACE INTO module_summaries VALUES (?,?,?,?,?)",
                              (path, content_hash, json.dumps(summary, ensure_ascii=False), model, time.time()))
 
 
-def _note(row: tuple | None) -> StoredNote | None:
-    if row is None:
-        return None
+def _note(row: tuple[Any, ...]) -> StoredNote:
     path, qualname, content_hash, purpose, input_, output, procedure, model = row
     return StoredNote(path, qualname, content_hash, FunctionNote(purpose, input_, output, procedure), model)
 

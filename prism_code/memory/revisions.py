@@ -38,7 +38,7 @@ class Revision:
     op: str
     value: Any
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"path": self.path, "op": self.op, "value": self.value}
 
     def line(self) -> str:
@@ -60,7 +60,7 @@ class Rejected:
 Outcome = Applied | Rejected
 
 
-def apply(memory: dict, revision: Revision, schema: type, allow_updates: bool = True) -> Outcome:
+def apply(memory: dict[str, Any], revision: Revision, schema: type, allow_updates: bool = True) -> Outcome:
     """Apply `revision` to `memory` in place, or reject it and leave `memory` untouched."""
     def reject(reason: str) -> Rejected:
         return Rejected(revision, reason)
@@ -159,16 +159,20 @@ def _child(container: Any, segment: Segment) -> Any:
     return _MISSING
 
 
-def apply_all(memory: dict, revisions: Iterable[Revision], schema: type,
+def apply_all(memory: dict[str, Any], revisions: Iterable[Revision], schema: type,
               allow_updates: bool = True) -> tuple[list[Applied], list[Rejected]]:
-    applied, rejected = [], []
+    applied: list[Applied] = []
+    rejected: list[Rejected] = []
     for revision in revisions:
         outcome = apply(memory, revision, schema, allow_updates)
-        (applied if isinstance(outcome, Applied) else rejected).append(outcome)
+        if isinstance(outcome, Applied):
+            applied.append(outcome)
+        else:
+            rejected.append(outcome)
     return applied, rejected
 
 
-def replay(base: dict, revisions: Iterable[Revision], schema: type) -> dict:
+def replay(base: dict[str, Any], revisions: Iterable[Revision], schema: type) -> dict[str, Any]:
     """The memory a base plus a list of amendments stands for (later ones win)."""
     memory = copy.deepcopy(base)
     apply_all(memory, revisions, schema)
@@ -298,16 +302,17 @@ def targets_of(schema: type, max_depth: int = 2) -> list[Target]:
     """Every addressable place of the schema down to `max_depth` segments."""
     out = []
     for template, t in walk_templates(schema, max_depth):
-        if None in template:
+        concrete = [segment for segment in template if segment is not None]
+        if len(concrete) < len(template):
             out.append(Target(t, pattern=_template_pattern(template)))
         else:
-            out.append(Target(t, path=format_path(template)))
+            out.append(Target(t, path=format_path(concrete)))
     return out
 
 
 def revision_json_schema(schema: type | None = None, *, ops: Sequence[str] = OPS, typed: bool = True,
                          targets: Sequence[Target] | None = None, min_items: int = 0, max_items: int = 8,
-                         max_string: int | None = None, max_depth: int = 2) -> dict:
+                         max_string: int | None = None, max_depth: int = 2) -> dict[str, Any]:
     """A JSON schema for a list of revisions, for llama.cpp's grammar converter.
 
     Generic (`typed=False`): any path in PRISM syntax and any JSON value. Typed: one
@@ -321,7 +326,12 @@ def revision_json_schema(schema: type | None = None, *, ops: Sequence[str] = OPS
                                "op": op_schema, "value": {}},
                 "required": ["path", "op", "value"], "additionalProperties": False}
     else:
-        places = list(targets) if targets is not None else targets_of(schema, max_depth)
+        if targets is not None:
+            places = list(targets)
+        elif schema is not None:
+            places = targets_of(schema, max_depth)
+        else:
+            raise ValueError("a typed revision grammar needs a schema or targets")
         if not places:
             raise ValueError("no targets for a typed revision grammar")
         variants = []

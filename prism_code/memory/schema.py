@@ -89,8 +89,9 @@ def check_type(t: Any, _seen: frozenset[type] = frozenset()) -> None:
 
 def type_name(t: Any) -> str:
     """The type as written in the schema source."""
-    if t in PRIMITIVES:
-        return t.__name__
+    if t in PRIMITIVES or is_record(t):  # a class: its name
+        name: str = t.__name__
+        return name
     inner = optional_inner(t)
     if inner is not None:
         return f"Optional[{type_name(inner)}]"
@@ -99,8 +100,6 @@ def type_name(t: Any) -> str:
         return f"list[{type_name(args[0])}]"
     if origin is dict:
         return f"dict[str, {type_name(args[1])}]"
-    if is_record(t):
-        return t.__name__
     return repr(t)
 
 
@@ -317,7 +316,7 @@ def _expected(where: str, t: Any, value: Any) -> str:
 PLAIN_TEXT = {"type": "string", "pattern": '^[^<"\\\\][^"\\\\]*$'}
 
 
-def json_schema(t: Any, max_string: int | None = None, plain_text: bool = False) -> dict:
+def json_schema(t: Any, max_string: int | None = None, plain_text: bool = False) -> dict[str, Any]:
     """A JSON schema for values of `t`: records list their fields in order, all required.
 
     `plain_text` makes every string a PLAIN_TEXT (for grammars; `max_string` is then ignored).

@@ -16,12 +16,13 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from prism_code.index import RepoIndex
 from prism_code.llm.backend import CompletionBackend
 from prism_code.llm.gbnf import starts_with
 from prism_code.llm.runtime import LlamaSession
-from prism_code.llm.state_cache import StateCache
+from prism_code.llm.state_cache import KVStateSession, StateCache
 from prism_code.llm.types import GenerationStats, common_prefix
 from prism_code.retrieval.windows import RetrievedWindow, WindowRetriever
 from prism_code.tasks.fim import (
@@ -71,7 +72,7 @@ class CompletionResult:
     restored: int = 0
     typed_through: bool = False  # read off the last suggestion: the user typed its beginning
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -120,7 +121,8 @@ class Completer:
 
     def _restore(self, prompt: FimPrompt) -> int:
         """Load a saved state when it covers more of the prompt than the live cache does."""
-        if self.state_cache is None:
+        # A state cache comes with a local session only (a remote server keeps its own cache).
+        if self.state_cache is None or not isinstance(self.session, KVStateSession):
             return 0
         if common_prefix(self.session.tokens, prompt.tokens) >= prompt.line_start:
             return 0
@@ -157,8 +159,8 @@ class Completer:
         """Save the KV state up to the cursor's line of the last request (idle time, exit)."""
         prompt = self._last_prompt
         n = prompt.line_start if prompt else 0
-        if (self.state_cache is None or prompt is None or n < self.settings.min_state_tokens
-                or common_prefix(self.session.tokens, prompt.tokens[:n]) < n):
+        if (self.state_cache is None or not isinstance(self.session, KVStateSession) or prompt is None
+                or n < self.settings.min_state_tokens or common_prefix(self.session.tokens, prompt.tokens[:n]) < n):
             return False
         return self.state_cache.save_prefix(self.session, n) is not None
 

@@ -17,6 +17,8 @@ from prism_code.memory.grammar import json_layout_grammar
 from prism_code.tasks.find_function import FoundFunction
 
 if TYPE_CHECKING:
+    from llama_cpp.llama_grammar import LlamaGrammar
+
     from prism_code.memory.accounting import Accounting
 
 
@@ -28,7 +30,7 @@ class FindOutcome:
     accounting: Accounting | None = None  # model tokens and time (None for retrieval)
     stats: dict[str, Any] = field(default_factory=dict)  # strategy-specific numbers
 
-    def to_json(self) -> list[dict]:
+    def to_json(self) -> list[dict[str, Any]]:
         """The CLI contract: the results only."""
         return [r.to_json() for r in self.results]
 
@@ -72,6 +74,6 @@ def parse_function_json(text: str, names: list[str]) -> str | None:
     return mentioned[0] if len(mentioned) == 1 else None
 
 
-def answer_grammar(names: list[str]):
+def answer_grammar(names: list[str]) -> LlamaGrammar:
     return json_layout_grammar({"type": "object", "properties": {"function": {"enum": names}},
                                 "required": ["function"], "additionalProperties": False})

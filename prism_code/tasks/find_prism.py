@@ -29,7 +29,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 from prism_code.cancel import Cancelled
 from prism_code.index import RepoIndex
@@ -129,7 +129,7 @@ def fit_of(entry: object) -> int | None:
     return fit if isinstance(fit, int) and not isinstance(fit, bool) else None
 
 
-def promotable(order: list[str], memory: dict, strong_fit: int = STRONG_FIT) -> list[str]:
+def promotable(order: list[str], memory: dict[str, Any], strong_fit: int = STRONG_FIT) -> list[str]:
     """Memory keys the model may move above retrieval's first candidate, in retrieval order.
 
     Retrieval's order is the prior; the memory's verdict overrides it only when the model
@@ -147,7 +147,7 @@ def promotable(order: list[str], memory: dict, strong_fit: int = STRONG_FIT) -> 
     return out
 
 
-def _describe(entry: dict | None) -> str:
+def _describe(entry: dict[str, Any] | None) -> str:
     if not entry:
         return ""
     does = str(entry.get("does", "")).strip().rstrip(".")
@@ -165,7 +165,7 @@ class _Query:
     on_event: FindListener | None
     total: int  # progress events a query reports after retrieval's
     accounting: Accounting = field(default_factory=Accounting)
-    stats: dict = field(default_factory=dict)
+    stats: dict[str, Any] = field(default_factory=dict)
 
     def emit(self, stage: str, message: str, done: int) -> None:
         if self.on_event is not None:
@@ -175,7 +175,7 @@ class _Query:
 def find_prism(session: LlamaSession, search: FunctionSearch, description: str, *, top: int = 10,
                on_event: FindListener | None = None, cancelled: Callable[[], bool] | None = None,
                settings: PrismSettings | None = None, store: NotesStore | None = None,
-               state_cache: StateCache | None = None, **overrides) -> FindOutcome:
+               state_cache: StateCache | None = None, **overrides: Any) -> FindOutcome:
     """Run the PRISM find; `overrides` set PrismSettings fields (e.g. view="bodies").
 
     `state_cache` keeps the pass's query-independent prefix (task, rules, schema) on disk.
@@ -217,7 +217,7 @@ def find_prism(session: LlamaSession, search: FunctionSearch, description: str, 
     return FindOutcome(ranked + beyond, query.accounting, query.stats)
 
 
-def _checked(settings: PrismSettings, overrides: dict) -> PrismSettings:
+def _checked(settings: PrismSettings, overrides: dict[str, Any]) -> PrismSettings:
     if overrides:
         settings = replace(settings, **overrides)
     if settings.view not in VIEWS:
@@ -323,7 +323,7 @@ def _by_likelihood(query: _Query, index: RepoIndex, scored: list[Candidate]) -> 
     return chosen
 
 
-def _ranked(candidates: list[Candidate], memory: dict, chosen: str | None,
+def _ranked(candidates: list[Candidate], memory: dict[str, Any], chosen: str | None,
             likelihood: dict[str, float] | None = None, noted: set[str] | None = None) -> list[FoundFunction]:
     def with_reason(c: Candidate, rank: int, reason: str) -> FoundFunction:
         f = c.found
