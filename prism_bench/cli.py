@@ -87,33 +87,33 @@ def run(args: argparse.Namespace) -> int:
         unknown = set(modes) - set(repoeval.MODES)
         if unknown:
             raise ValueError(f"unknown modes {sorted(unknown)}; choose from {list(repoeval.MODES)}")
-        result = repoeval.run(args.model, args.per_project, modes, threads=args.threads)
-        body = repoeval.markdown(result, command)
+        evaluation = repoeval.run(args.model, args.per_project, modes, threads=args.threads)
+        body = repoeval.markdown(evaluation, command)
         section = f"repoeval-{args.model}"
         if args.write:
-            png = repoeval.chart(result, args.write.parent / "images" / f"repoeval-{args.model}.png")
+            png = repoeval.chart(evaluation, args.write.parent / "images" / f"repoeval-{args.model}.png")
             body += f"\n\n![RepoEval {args.model}](images/{png.name})"
     elif args.bench == "notes":
         from prism_bench import notes_speed, repoqa_data
 
         path = args.path or next(h.root for h in repoqa_data.load_haystacks()
                                  if h.package == "marshmallow")
-        result = notes_speed.run(path, model=args.model, limit=args.limit, threads=args.threads)
-        body = notes_speed.markdown(result, command)
+        speed = notes_speed.run(path, model=args.model, limit=args.limit, threads=args.threads)
+        body = notes_speed.markdown(speed, command)
         section = f"notes-{args.model}"
     elif args.bench == "server":
         from prism_bench import corpora, server_latency
 
-        result = server_latency.run(args.path or corpora.materialise_corpus(),
-                                    notes_file=args.notes_file)
-        body = server_latency.markdown(result, command)
+        latency = server_latency.run(args.path or corpora.materialise_corpus(),
+                                     notes_file=args.notes_file)
+        body = server_latency.markdown(latency, command)
         section = "server-latency"
     else:
         from prism_bench import corpora, index_speed
 
         path = args.path or corpora.materialise_corpus()
-        result = index_speed.run(path, edits=args.edits, embeddings=not args.no_embeddings)
-        body = index_speed.markdown(result, path.name, command)
+        indexing = index_speed.run(path, edits=args.edits, embeddings=not args.no_embeddings)
+        body = index_speed.markdown(indexing, path.name, command)
         section = "index-speed"
     print(body)
     if args.write:

@@ -8,6 +8,7 @@ import resource
 import statistics
 import subprocess
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -196,7 +197,7 @@ def _after_restart(session: LlamaSession, states: StateCache, pending: list, mod
         fresh.close()
 
 
-def _pct(values: list[float], q: float) -> float:
+def _pct(values: Sequence[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))] if ordered else 0.0
 

@@ -334,8 +334,8 @@ def _api_candidates(sf: _SourceFile, graph: CodeGraph) -> list[_Candidate]:
         row = call.line - 1
         if call.line in found or not _is_code_line(sf, row):
             continue
-        source = owner_of_line[call.line] if call.line < len(owner_of_line) else None
-        hits = sorted(t for t in linked.get(source or module_node(path), ())
+        owner = owner_of_line[call.line] if call.line < len(owner_of_line) else None
+        hits = sorted(t for t in linked.get(owner or module_node(path), ())
                       if nodes[t]["name"] == call.name and nodes[t]["path"] in visible
                       and _attributable(call.name, call.receiver, nodes[t], bindings))
         if hits:
@@ -350,7 +350,7 @@ def _sample(candidates: list[_Candidate], n: int, rng: random.Random, max_per_fi
     rng.shuffle(pool)
     per_file: Counter[str] = Counter()
     seen: set[str] = set()
-    chosen = []
+    chosen: list[_Candidate] = []
     for cand in pool:
         if len(chosen) >= n:
             break

@@ -16,6 +16,7 @@ import signal
 import statistics
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import zip_longest
 from pathlib import Path
@@ -156,7 +157,7 @@ def _one(session: LlamaSession, search: FunctionSearch, needle: Needle, strategy
                      first[0] if first else None, outcome.stats)
 
 
-def _pct(values: list[float], q: float) -> float:
+def _pct(values: Sequence[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * (len(ordered) - 1) + 0.5))] if ordered else 0.0
 
@@ -232,10 +233,10 @@ def markdown(result: StrategyResult, command: str) -> str:
                            "each query from a cold KV cache, the pass's own calls:"), "",
                       table(["variant", "top-1", "cache hit %", "total (x10^3)", "net (x10^3)", "decoded (x10^3)",
                              "cost index", "paper: acc / hit / cost"], rows)]
-    paper = _paper_rows()
+    leaderboard = _paper_rows()
     lines += ["", "For scale: PRISM paper (Gemini 1.5 Pro, 8K chunks, all languages) RepoQA accuracy 0.42-0.53, "
               "long context 0.92; RepoQA leaderboard, Python, 16K context, pass@1 (BLEU >= 0.8): "
-              + "; ".join(f"{m} {v}" for m, v in paper)
+              + "; ".join(f"{m} {v}" for m, v in leaderboard)
               + ". Retrieval alone over all 80 needles: the retrieval section above."]
     misses = [r.needle for r in runs if not r.correct]
     if misses:

@@ -31,6 +31,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -107,7 +108,7 @@ def _load_average() -> str:
         return "unknown"
 
 
-def _percentile(values: list[float], q: float) -> float:
+def _percentile(values: Sequence[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))] if ordered else 0.0
 
@@ -132,7 +133,7 @@ class _Client(LanguageClient):
         super().__init__("prism-bench", "0.1")
         self.stage = "starting"
         self.index_token: str | None = None
-        self.index_end: types.WorkDoneProgressEnd | None = None
+        self.index_end: str | None = None  # the end message of the indexing progress
         self.ended = asyncio.Event()
         self.messages: list[str] = []
         self.notes_reports = 0
@@ -213,7 +214,7 @@ async def _noted(client: _Client, uri: str, places: list[tuple[int, int]]) -> in
         answer = await client.text_document_hover_async(types.HoverParams(
             text_document=types.TextDocumentIdentifier(uri=uri),
             position=types.Position(line=row, character=column)))
-        if answer is not None and "written by the model" in str(answer.contents.value):
+        if answer is not None and "written by the model" in str(getattr(answer.contents, "value", answer.contents)):
             count += 1
     return count
 
