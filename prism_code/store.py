@@ -36,17 +36,17 @@ from types import ModuleType
 
 import numpy as np
 
-fcntl: ModuleType | None
-try:
-    import fcntl
-except ImportError:  # not POSIX: writers go unserialised, the generation check still holds
-    fcntl = None
-
 from prism_code.cancel import Cancelled
 from prism_code.config import cache_root
 from prism_code.fragments import Fragment
 from prism_code.parse.model import CallSite, Definition, Import, ParsedFile
 from prism_code.workspace import FileState
+
+fcntl: ModuleType | None
+try:
+    import fcntl
+except ImportError:  # not POSIX: writers go unserialised, the generation check still holds
+    fcntl = None
 
 log = logging.getLogger(__name__)
 
