@@ -22,8 +22,8 @@ import pytest
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
-from prism_code import index as index_module
 from prism_code import git_files, safe_read
+from prism_code import index as index_module
 from prism_code.config import IndexConfig
 from prism_code.index import RepoIndex
 from prism_code.workspace import FileState, content_hash, diff_scan, read_source, scan

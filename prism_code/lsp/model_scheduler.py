@@ -189,7 +189,7 @@ class ModelScheduler:
             result = await asyncio.wrap_future(self._submit(self._follow, job))
             if result is None and await self.requests.settled(job):
                 result = await asyncio.wrap_future(self._submit(self._generate, job))
-        except Exception:  # noqa: BLE001 - a failed completion is an empty one, never a crash
+        except Exception:  # a failed completion is an empty one, never a crash
             log.exception("completion in %s failed", job.request.path)
         finally:
             if not job.answer.done():
@@ -225,7 +225,7 @@ class ModelScheduler:
     def _preload(self) -> None:
         try:
             self._completer_session()
-        except Exception:  # noqa: BLE001 - the first request tries again and reports it
+        except Exception:  # the first request tries again and reports it
             log.exception("loading the completion model failed")
 
     def _completer(self, workspace: WorkspaceState) -> Completer | None:
@@ -273,7 +273,7 @@ class ModelScheduler:
                 encoded = completer.warm(request.path, request.text, request.line, request.col,
                                          cancelled)
                 log.debug("warmed %s:%d (%d tokens evaluated)", request.path, request.line, encoded)
-        except Exception:  # noqa: BLE001 - a warm-up is an optimisation: its failure is logged only
+        except Exception:  # a warm-up is an optimisation: its failure is logged only
             log.exception("warming up for %s failed", request.path)
         try:
             self._loop.call_soon_threadsafe(self._schedule_checkpoint)
@@ -287,7 +287,7 @@ class ModelScheduler:
         try:
             if completer.checkpoint():
                 log.debug("saved the KV state of %s", completer.index.root.name)
-        except Exception:  # noqa: BLE001 - a full disk costs the next start time, nothing else
+        except Exception:  # a full disk costs the next start time, nothing else
             log.exception("saving the KV state failed")
 
     def _final(self) -> None:
