@@ -63,7 +63,7 @@ class _Session:
 
 def test_kv_state_files_go_under_the_variable(cache: Path, tmp_path: Path) -> None:
     pytest.importorskip("llama_cpp")
-    saved = StateCache().save_prefix(_Session(), 3)  # type: ignore[arg-type]
+    saved = StateCache().save_prefix(_Session(), 3)
     assert saved is not None and saved.is_file()
     assert saved.is_relative_to(cache / "kv-states")
     _nothing_in_user_cache(tmp_path)
