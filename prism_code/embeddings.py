@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from prism_code.cancel import CancelCheck
 from prism_code.fragments import Fragment
 from prism_code.parse.model import Definition
 from prism_code.retrieval.dense import Embedder
@@ -55,7 +56,7 @@ class VectorCache:
         return [t for k, t in keys.items() if k not in have]
 
     def fill(self, texts: Sequence[str], progress: Callable[[int, int], None] | None = None,
-             cancelled: Callable[[], bool] | None = None) -> int:
+             cancelled: CancelCheck | None = None) -> int:
         """Embed the texts that have no vector yet; each batch is committed on its own.
         Returns how many were embedded here.
 

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from prism_code.cancel import Cancelled
+from prism_code.cancel import CancelCheck, Cancelled
 from prism_code.config import IndexConfig
 from prism_code.fragments import FUNCTION, WINDOW, Fragment, file_fragments, fragment_text
 from prism_code.graph import CodeGraph
@@ -278,7 +278,7 @@ class RepoIndex:
             self._reload()
 
     @contextmanager
-    def _writing(self, cancelled: Callable[[], bool] | None) -> Iterator[None]:
+    def _writing(self, cancelled: CancelCheck | None) -> Iterator[None]:
         """Hold the write locks and start from what the store holds. Other processes' lock
         first: while this process waits for it, a request may still catch up (refresh)."""
         with self.store.write_lock.held(cancelled, self.lock_timeout), self._write_lock:
@@ -362,7 +362,7 @@ class RepoIndex:
         return bool(self._dirty)
 
     def update(self, progress: Progress | None = None,
-               cancelled: Callable[[], bool] | None = None,
+               cancelled: CancelCheck | None = None,
                relations: bool = True) -> IndexSummary:
         """Bring the index in line with the workspace; with `relations=False`, only the
         first phase: the relations it makes stale are left to finish_relations()."""
@@ -377,7 +377,7 @@ class RepoIndex:
         summary.seconds = time.perf_counter() - started
         return summary
 
-    def _update_shared(self, progress: Progress | None, cancelled: Callable[[], bool] | None,
+    def _update_shared(self, progress: Progress | None, cancelled: CancelCheck | None,
                        relations: bool) -> IndexSummary:
         with self._writing(cancelled):
             for attempt in range(1, _STALE_ATTEMPTS + 1):
@@ -394,7 +394,7 @@ class RepoIndex:
             return summary
 
     def _update(self, progress: Progress | None,
-                cancelled: Callable[[], bool] | None) -> IndexSummary:
+                cancelled: CancelCheck | None) -> IndexSummary:
         report = progress or (lambda stage, done, total: None)
         summary = IndexSummary()
         states = self.store.file_states()
@@ -534,7 +534,7 @@ class RepoIndex:
                 and any((f.path, f.position + d) in moved for d in range(-reach, reach + 1))}
 
     def finish_relations(self, progress: Progress | None = None,
-                         cancelled: Callable[[], bool] | None = None) -> int:
+                         cancelled: CancelCheck | None = None) -> int:
         """Phase 2: bring every related set up to date, commit, publish; returns how many
         sets were rewritten. Cancelling leaves the work recorded for a later call.
 
@@ -594,7 +594,7 @@ class RepoIndex:
     def _recompute_relations(self, fragments: dict[str, Fragment],
                              related: dict[str, list[tuple[str, float]]], keys: set[str],
                              changed: set[str], report: Progress,
-                             cancelled: Callable[[], bool] | None,
+                             cancelled: CancelCheck | None,
                              ) -> tuple[set[str], dict[str, list[tuple[str, float]]]]:
         """Recompute, in `related`, the related sets of the fragments `keys` names; also
         returns every relation (not only the strongest) of those that are in `changed`."""

@@ -28,7 +28,7 @@ import secrets
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
@@ -36,7 +36,7 @@ from types import ModuleType
 
 import numpy as np
 
-from prism_code.cancel import Cancelled
+from prism_code.cancel import CancelCheck, Cancelled
 from prism_code.config import cache_root
 from prism_code.fragments import Fragment
 from prism_code.parse.model import CallSite, Definition, Import, ParsedFile
@@ -171,7 +171,7 @@ class FileLock:
         self._fd: int | None = None
 
     @contextmanager
-    def held(self, cancelled: Callable[[], bool] | None = None,
+    def held(self, cancelled: CancelCheck | None = None,
              timeout: float | None = None) -> Iterator[None]:
         """Hold the lock for the block. Raises Cancelled when `cancelled()` turns true while
         waiting, IndexBusy after `timeout` seconds (None: wait as long as it takes)."""
@@ -188,7 +188,7 @@ class FileLock:
         finally:
             self._release()
 
-    def _acquire(self, cancelled: Callable[[], bool] | None, timeout: float | None) -> None:
+    def _acquire(self, cancelled: CancelCheck | None, timeout: float | None) -> None:
         started = time.monotonic()
         pause, told, have_mutex = 0.01, False, False
         try:

@@ -12,8 +12,10 @@ session has; they are deliberately not part of this protocol.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Protocol
+
+from prism_code.cancel import CancelCheck
 
 from .types import Generation, PrefillStats, SessionCounters
 
@@ -57,7 +59,7 @@ class CompletionBackend(Protocol):
 
     def detokenize(self, tokens: Sequence[int]) -> str: ...
 
-    def prefill(self, tokens: Sequence[int], cancelled: Callable[[], bool] | None = None) -> PrefillStats: ...
+    def prefill(self, tokens: Sequence[int], cancelled: CancelCheck | None = None) -> PrefillStats: ...
 
     def generate(
         self,
@@ -66,7 +68,7 @@ class CompletionBackend(Protocol):
         stop: Sequence[str] = (),
         grammar: LlamaGrammar | None = None,
         temperature: float = 0.0,
-        cancelled: Callable[[], bool] | None = None,
+        cancelled: CancelCheck | None = None,
         seed: int | None = None,
     ) -> Generation: ...
 

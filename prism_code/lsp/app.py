@@ -26,7 +26,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcInternalError, JsonRpcInvalidParams, JsonRpcRequestCancelled
 from pygls.lsp.server import LanguageServer
 
-from prism_code.cancel import Cancelled
+from prism_code.cancel import CancelCheck, Cancelled
 from prism_code.config import cache_root
 from prism_code.lsp import commands, completion_items, heap, stdio
 from prism_code.lsp.bridge import FIND_PROGRESS, NOTES_PROGRESS, ClientBridge, ClientLogHandler
@@ -386,7 +386,7 @@ async def find_function(ls: PrismServer, *arguments: Any) -> list[dict[str, Any]
     args = commands.find_args(arguments, ls.settings.find_strategy)
     states = list(ls.states.values())
 
-    def search(cancelled: Callable[[], bool]) -> list[Found]:
+    def search(cancelled: CancelCheck) -> list[Found]:
         found = [hit for state in states for hit in state.search(args.description, args.top,
                                                                   cancelled)]
         # Several folders: fused scores are z-scores per corpus, comparable enough to merge.

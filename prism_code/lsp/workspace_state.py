@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from prism_code.cancel import Cancelled
+from prism_code.cancel import CancelCheck, Cancelled
 from prism_code.config import IndexConfig, cache_root
 from prism_code.embeddings import VectorCache
 from prism_code.index import RepoIndex
@@ -224,7 +224,7 @@ class WorkspaceState:
         if changed:
             self.schedule(visible=True)
 
-    def search(self, query: str, top: int, cancelled: Callable[[], bool]) -> list[Found]:
+    def search(self, query: str, top: int, cancelled: CancelCheck) -> list[Found]:
         index, finder = self.index, self._finder
         if index is None or finder is None:
             return []
@@ -239,7 +239,7 @@ class WorkspaceState:
         return [Found(r, self.root, _line(index, r.path, r.end_line)) for r in results]
 
     def find_with_model(self, strategy: str, query: str, top: int, session: LlamaSession,
-                        on_event: FindListener, cancelled: Callable[[], bool],
+                        on_event: FindListener, cancelled: CancelCheck,
                         state_dir: Path | None = None) -> list[Found]:
         """A model strategy (prism, wim, long-context) over this workspace; model thread only."""
         index, finder = self.index, self._finder
@@ -448,7 +448,7 @@ class _LeanEmbedder(Embedder):
 
     def embed(self, texts: Sequence[str], batch_size: int = EMBED_BATCH,
               progress: Callable[[int, int], None] | None = None,
-              cancelled: Callable[[], bool] | None = None) -> np.ndarray:
+              cancelled: CancelCheck | None = None) -> np.ndarray:
         return super().embed(texts, batch_size, progress, cancelled)
 
 

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from prism_code.cancel import CancelCheck
 from prism_code.index import RepoIndex
 from prism_code.memory.accounting import Accounting
 from prism_code.memory.code_schemas import FunctionNote, ModuleSummary
@@ -81,7 +82,7 @@ _INSTRUCTION = (
 def cok_step(session: LlamaSession, schema: type, memory: dict[str, Any], new_information: str,
              update_targets: Sequence[Target], add_targets: Sequence[Target], *,
              max_updates: int = 2, max_adds: int = 4, max_tokens: int = 160,
-             cancelled: Callable[[], bool] | None = None) -> CokResult:
+             cancelled: CancelCheck | None = None) -> CokResult:
     """One Chain-of-Key merge of `new_information` into `memory` (changed in place)."""
     s = session
     start, end = s.special_token("<|im_start|>"), s.special_token("<|im_end|>")
@@ -224,7 +225,7 @@ class ModuleSummarizer:
         return memory
 
     def notes_arrived(self, path: str, notes: dict[str, FunctionNote],
-                      cancelled: Callable[[], bool] | None = None) -> dict[str, Any]:
+                      cancelled: CancelCheck | None = None) -> dict[str, Any]:
         """Merge new notes of one file into its summary; persists and returns the summary."""
         memory = self._start(path)
         items = list(notes.items())
@@ -240,7 +241,7 @@ class ModuleSummarizer:
         self.store.put_summary(path, _file_hash(self.index, path), memory, self.model)
         return memory
 
-    def summarize(self, paths: Sequence[str] | None = None, cancelled: Callable[[], bool] | None = None,
+    def summarize(self, paths: Sequence[str] | None = None, cancelled: CancelCheck | None = None,
                   progress: Callable[[int, int], None] | None = None) -> int:
         """Summaries for files whose text changed since their last one, from their notes."""
         by_file: dict[str, list[str]] = {}

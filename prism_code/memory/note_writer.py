@@ -34,6 +34,7 @@ from dataclasses import asdict, dataclass, field
 from textwrap import dedent
 from typing import TYPE_CHECKING, Any
 
+from prism_code.cancel import CancelCheck
 from prism_code.fragments import Fragment
 from prism_code.index import RepoIndex
 from prism_code.llm.types import Generation
@@ -183,7 +184,7 @@ class NoteWriter:
                 and len(self.tokens) + budget < self.session.n_ctx)
 
     def write(self, path: str, qualname: str, source: str, accounting: Accounting,
-              cancelled: Callable[[], bool] | None = None) -> FunctionNote | None:
+              cancelled: CancelCheck | None = None) -> FunctionNote | None:
         """The model's note for one function; None when cancelled."""
         if not self._room_for_one_more():
             self.reset()
@@ -253,7 +254,7 @@ def run_notes(
     *,
     priority: Sequence[str] = (),
     limit: int | None = None,
-    cancelled: Callable[[], bool] | None = None,
+    cancelled: CancelCheck | None = None,
     progress: Callable[[int, int], None] | None = None,
     on_note: Callable[[str, str, FunctionNote], None] | None = None,
     store: NotesStore | None = None,
@@ -290,7 +291,7 @@ def run_notes(
 
 
 def _write_all(session: LlamaSession, index: RepoIndex, store: NotesStore, work: list[_Work], run: NotesRun,
-               settings: NotesSettings, cancelled: Callable[[], bool] | None,
+               settings: NotesSettings, cancelled: CancelCheck | None,
                progress: Callable[[int, int], None] | None,
                on_note: Callable[[str, str, FunctionNote], None] | None,
                state_cache: StateCache | None) -> None:

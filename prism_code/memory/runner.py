@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from prism_code.cancel import CancelCheck
 from prism_code.llm.state_cache import StateCache
 from prism_code.llm.types import PrefillStats, common_prefix
 from prism_code.memory.accounting import Accounting
@@ -104,7 +105,7 @@ def run_pass(
     *,
     memory: dict[str, Any] | None = None,
     targets: Sequence[Target] | Callable[[int, str], Sequence[Target]] | None = None,
-    cancelled: Callable[[], bool] | None = None,
+    cancelled: CancelCheck | None = None,
     on_step: Callable[[StepProgress], None] | None = None,
     state_cache: StateCache | None = None,
 ) -> PassResult:
@@ -166,7 +167,7 @@ def run_pass(
 
 
 def _start_from_state(session: LlamaSession, state_cache: StateCache, stable: list[int],
-                      cancelled: Callable[[], bool] | None) -> PrefillStats | None:
+                      cancelled: CancelCheck | None) -> PrefillStats | None:
     """Bring the stable prefix into the cache from its state file; when there is none, evaluate
     it and write the file (those are the prefill's figures, returned so the pass counts them)."""
     if common_prefix(session.tokens, stable) == len(stable):

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from prism_code.cancel import Cancelled
+from prism_code.cancel import CancelCheck, Cancelled
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -165,7 +165,7 @@ class Embedder:
         # memory, 8 held 0.6 GB and ran as fast (embedding 1,183 snippets on 2 cores).
         batch_size: int = 8,
         progress: Callable[[int, int], None] | None = None,
-        cancelled: Callable[[], bool] | None = None,
+        cancelled: CancelCheck | None = None,
     ) -> np.ndarray:
         """(len(texts), 384) float32, rows in input order. `progress(done, total)` runs
         after each batch; `cancelled()` is polled before each batch and raises Cancelled."""

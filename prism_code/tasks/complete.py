@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from prism_code.cancel import CancelCheck
 from prism_code.index import RepoIndex
 from prism_code.llm.backend import CompletionBackend
 from prism_code.llm.gbnf import starts_with
@@ -129,7 +129,7 @@ class Completer:
         return self.state_cache.restore_longest_prefix(self.session, prompt.tokens)
 
     def _generate(self, prompt: FimPrompt, max_tokens: int, stop: list[str],
-                  cancelled: Callable[[], bool] | None) -> tuple[str, GenerationStats]:
+                  cancelled: CancelCheck | None) -> tuple[str, GenerationStats]:
         """The model's text after the cursor; with `prompt.heal`, the typed text the prompt
         left out is written first, a token at a time under a grammar, then cut off again."""
         self._suggestion = None
@@ -165,7 +165,7 @@ class Completer:
         return self.state_cache.save_prefix(self.session, n) is not None
 
     def warm(self, path: str, text: str, line: int, col: int,
-             cancelled: Callable[[], bool] | None = None) -> int:
+             cancelled: CancelCheck | None = None) -> int:
         """Evaluate the prompt for this cursor without generating; returns tokens evaluated.
 
         `cancelled` lets a keystroke's completion take the model from a warm-up mid-prefill.
@@ -189,7 +189,7 @@ class Completer:
         return followed
 
     def complete(self, path: str, text: str, line: int, col: int,
-                 cancelled: Callable[[], bool] | None = None) -> CompletionResult:
+                 cancelled: CancelCheck | None = None) -> CompletionResult:
         started = time.perf_counter()
         prepared, self._prepared = self._prepared, None
         if prepared is not None and prepared[0] == (path, text, line, col):

@@ -14,11 +14,10 @@ description asks for, `merge` its answer with retrieval's order.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from prism_code.cancel import Cancelled
+from prism_code.cancel import CancelCheck, Cancelled
 from prism_code.fragments import Fragment
 from prism_code.index import RepoIndex
 from prism_code.llm.runtime import LlamaSession
@@ -76,7 +75,7 @@ class Picked:
 
 
 def find_long_context(session: LlamaSession, search: FunctionSearch, description: str, *, top: int = 10,
-                      on_event: FindListener | None = None, cancelled: Callable[[], bool] | None = None,
+                      on_event: FindListener | None = None, cancelled: CancelCheck | None = None,
                       settings: LongContextSettings | None = None, **overrides: Any) -> FindOutcome:
     settings = settings or LongContextSettings()
     if overrides:
@@ -124,7 +123,7 @@ def pick(session: LlamaSession, search: FunctionSearch, retrieved: list[FoundFun
 
 def ask(session: LlamaSession, index: RepoIndex, description: str, shown: list[Shown],
         settings: LongContextSettings, accounting: Accounting, stats: dict[str, Any],
-        cancelled: Callable[[], bool] | None) -> str | None:
+        cancelled: CancelCheck | None) -> str | None:
     """The name of the shown function the model says `description` asks for; None when it names
     none (or nothing is shown). Its cost goes into `accounting`, its answer into `stats`."""
     if not shown:

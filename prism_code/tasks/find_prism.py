@@ -27,11 +27,10 @@ is several times fewer prompt tokens.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, get_args
 
-from prism_code.cancel import Cancelled
+from prism_code.cancel import CancelCheck, Cancelled
 from prism_code.index import RepoIndex
 from prism_code.llm.runtime import LlamaSession
 from prism_code.llm.state_cache import StateCache
@@ -161,7 +160,7 @@ class _Query:
     session: LlamaSession
     description: str
     settings: PrismSettings
-    cancelled: Callable[[], bool] | None
+    cancelled: CancelCheck | None
     on_event: FindListener | None
     total: int  # progress events a query reports after retrieval's
     accounting: Accounting = field(default_factory=Accounting)
@@ -173,7 +172,7 @@ class _Query:
 
 
 def find_prism(session: LlamaSession, search: FunctionSearch, description: str, *, top: int = 10,
-               on_event: FindListener | None = None, cancelled: Callable[[], bool] | None = None,
+               on_event: FindListener | None = None, cancelled: CancelCheck | None = None,
                settings: PrismSettings | None = None, store: NotesStore | None = None,
                state_cache: StateCache | None = None, **overrides: Any) -> FindOutcome:
     """Run the PRISM find; `overrides` set PrismSettings fields (e.g. view="bodies").

@@ -8,9 +8,9 @@ retrieval path never loads llama.cpp.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, get_args
 
+from prism_code.cancel import CancelCheck
 from prism_code.tasks.find_events import FindEvent, FindListener, Strategy
 from prism_code.tasks.find_function import FunctionSearch
 from prism_code.tasks.find_outcome import FindOutcome
@@ -24,7 +24,7 @@ MODEL_STRATEGIES: tuple[Strategy, ...] = tuple(s for s in STRATEGIES if s != "re
 
 def run_find(strategy: str, search: FunctionSearch, description: str, *, top: int = 10,
              session: LlamaSession | None = None, on_event: FindListener | None = None,
-             cancelled: Callable[[], bool] | None = None, **options: Any) -> FindOutcome:
+             cancelled: CancelCheck | None = None, **options: Any) -> FindOutcome:
     """Find the function `description` describes with `strategy`; see STRATEGIES."""
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown find strategy {strategy!r}; choose from {', '.join(STRATEGIES)}")

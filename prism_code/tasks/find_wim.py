@@ -44,13 +44,13 @@ import logging
 import math
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import llama_cpp
 from llama_cpp.llama_grammar import LlamaGrammar
 
-from prism_code.cancel import Cancelled
+from prism_code.cancel import CancelCheck, Cancelled
 from prism_code.llm.gbnf import gbnf_literal
 from prism_code.llm.runtime import LlamaSession
 from prism_code.memory.accounting import Accounting
@@ -235,7 +235,7 @@ class WimReader:
     """Holds one query's prompt pieces and runs the WiM steps on a session."""
 
     def __init__(self, session: LlamaSession, description: str, candidates: list[Candidate],
-                 settings: WimSettings, accounting: Accounting, cancelled: Callable[[], bool] | None = None) -> None:
+                 settings: WimSettings, accounting: Accounting, cancelled: CancelCheck | None = None) -> None:
         self.session = session
         self.candidates = candidates
         self.settings = settings
@@ -356,7 +356,7 @@ def build_candidates(session: LlamaSession, search: FunctionSearch, found: Seque
 
 def _check_answer(session: LlamaSession, search: FunctionSearch, cands: Sequence[Candidate], run: WimRun,
                   description: str, settings: WimSettings, accounting: Accounting,
-                  cancelled: Callable[[], bool] | None) -> None:
+                  cancelled: CancelCheck | None) -> None:
     """Hold the answer below retrieval's first unless the description's likelihood backs it.
 
     A 0.5B model's final answer is a weaker ranker than retrieval (it names a wrong
@@ -392,7 +392,7 @@ def fit_settings(session: LlamaSession, settings: WimSettings, candidates: int) 
 
 def find_wim(session: LlamaSession, search: FunctionSearch, description: str, *, top: int = 10,
              candidates: int = 10, on_event: FindListener | None = None,
-             cancelled: Callable[[], bool] | None = None, early_exit: bool = True,
+             cancelled: CancelCheck | None = None, early_exit: bool = True,
              settings: WimSettings | None = None) -> FindOutcome:
     """WiM over retrieval's top `candidates`; returns them all (answer first), cut to max(top, 1)."""
     started = time.perf_counter()

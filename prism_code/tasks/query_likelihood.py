@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from prism_code.cancel import Cancelled
+from prism_code.cancel import CancelCheck, Cancelled
 from prism_code.index import RepoIndex
 from prism_code.llm.runtime import LlamaSession
 from prism_code.llm.types import GenerationStats
@@ -59,7 +59,7 @@ def describe_prompt(session: LlamaSession, candidate_text: str) -> list[int]:
 
 
 def description_likelihood(session: LlamaSession, candidate_text: str, description: str,
-                           cancelled: Callable[[], bool] | None = None,
+                           cancelled: CancelCheck | None = None,
                            max_tokens: int | None = None) -> Likelihood:
     """Mean log-probability of `description` (its first `max_tokens`) as the model's
     description of the candidate."""
@@ -92,7 +92,7 @@ def rank_by_likelihood(scores: Sequence[float], margin: float) -> int | None:
 
 
 def rerank(session: LlamaSession, bodies: Sequence[str], description: str, margin: float,
-           cancelled: Callable[[], bool] | None = None, max_tokens: int | None = None,
+           cancelled: CancelCheck | None = None, max_tokens: int | None = None,
            on_scored: Callable[[int, float], None] | None = None) -> Rerank:
     """Score the description after each body; which one, if any, clearly beats the first.
 
