@@ -9,12 +9,14 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Final, Literal
 
 from prism_code.graph import def_node, innermost_nodes, module_node
 from prism_code.parse.model import Definition, ParsedFile
 
-FUNCTION = "function"
-WINDOW = "window"
+FragmentKind = Literal["function", "window"]
+FUNCTION: Final = "function"
+WINDOW: Final = "window"
 
 # Nodes one fragment lists, at most. Past it the nodes owning the fewest lines give their
 # lines to the fragment's own node (a function's definition, a window's module), as if they
@@ -31,7 +33,7 @@ def function_key(path: str, qualname: str) -> str:
 @dataclass(frozen=True)
 class Fragment:
     path: str
-    kind: str  # FUNCTION | WINDOW
+    kind: FragmentKind
     start_line: int  # 1-based, inclusive
     end_line: int
     qualname: str = ""  # for function fragments

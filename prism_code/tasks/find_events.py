@@ -11,12 +11,14 @@ from dataclasses import dataclass
 from typing import Literal
 
 Strategy = Literal["retrieval", "prism", "wim", "long-context"]  # the find strategies
+# "step": a PRISM chunk; "likelihood": prism's scoring of candidate bodies; "margin": a WiM segment
+Stage = Literal["retrieval", "step", "likelihood", "margin", "answer"]
 
 
 @dataclass(frozen=True)
 class FindEvent:
     strategy: Strategy
-    stage: str  # "retrieval", "step" (a PRISM chunk), "margin" (a WiM segment), "answer"
+    stage: Stage
     message: str  # one line a user can read, e.g. "margin 3/5: relevant: parse_args"
     done: int  # steps finished so far
     total: int  # steps this run will take at most

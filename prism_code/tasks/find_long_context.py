@@ -23,7 +23,7 @@ from prism_code.index import RepoIndex
 from prism_code.llm.runtime import LlamaSession
 from prism_code.memory.accounting import Accounting
 from prism_code.memory.file_order import functions_in_order
-from prism_code.tasks.find_events import FindEvent, FindListener
+from prism_code.tasks.find_events import FindEvent, FindListener, Stage
 from prism_code.tasks.find_function import FoundFunction, FunctionSearch
 from prism_code.tasks.find_outcome import FindOutcome, answer_grammar, candidate_labels, parse_function_json
 
@@ -81,7 +81,7 @@ def find_long_context(session: LlamaSession, search: FunctionSearch, description
     if overrides:
         settings = LongContextSettings(**{**settings.__dict__, **overrides})
 
-    def emit(stage: str, message: str, done: int) -> None:
+    def emit(stage: Stage, message: str, done: int) -> None:
         if on_event is not None:
             on_event(FindEvent("long-context", stage, message, done, 2))
 

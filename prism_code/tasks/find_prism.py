@@ -42,7 +42,7 @@ from prism_code.memory.notes_store import NotesStore
 from prism_code.memory.revisions import Target
 from prism_code.memory.runner import PassResult, PassSettings, StepProgress, run_pass
 from prism_code.memory.schema import format_path
-from prism_code.tasks.find_events import FindEvent, FindListener
+from prism_code.tasks.find_events import FindEvent, FindListener, Stage
 from prism_code.tasks.find_function import FoundFunction, FunctionSearch
 from prism_code.tasks.find_outcome import FindOutcome, answer_grammar, candidate_labels, parse_function_json
 from prism_code.tasks.query_likelihood import (
@@ -109,7 +109,7 @@ class PrismSettings:
     likelihood_margin: float = DEFAULT_MARGIN
 
 
-def candidate_text(index: RepoIndex, found: FoundFunction, key: str, view: str,
+def candidate_text(index: RepoIndex, found: FoundFunction, key: str, view: View,
                    store: NotesStore | None, max_body_lines: int) -> str:
     if view == "bodies":
         return body_text(index, found, key, max_body_lines)
@@ -166,7 +166,7 @@ class _Query:
     accounting: Accounting = field(default_factory=Accounting)
     stats: dict[str, Any] = field(default_factory=dict)
 
-    def emit(self, stage: str, message: str, done: int) -> None:
+    def emit(self, stage: Stage, message: str, done: int) -> None:
         if self.on_event is not None:
             self.on_event(FindEvent("prism", stage, message, done, self.total))
 

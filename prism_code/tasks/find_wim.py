@@ -54,7 +54,7 @@ from prism_code.cancel import CancelCheck, Cancelled
 from prism_code.llm.gbnf import gbnf_literal
 from prism_code.llm.runtime import LlamaSession
 from prism_code.memory.accounting import Accounting
-from prism_code.tasks.find_events import FindEvent, FindListener
+from prism_code.tasks.find_events import FindEvent, FindListener, Stage
 from prism_code.tasks.find_function import FoundFunction, FunctionSearch
 from prism_code.tasks.find_outcome import FindOutcome, candidate_labels
 from prism_code.tasks.query_likelihood import (
@@ -403,7 +403,7 @@ def find_wim(session: LlamaSession, search: FunctionSearch, description: str, *,
     bounds = segment_bounds(len(found), settings.first_segment, settings.segment)
     total = len(bounds) + 1
 
-    def emit(stage: str, message: str, done: int) -> None:
+    def emit(stage: Stage, message: str, done: int) -> None:
         now = (time.perf_counter() - started) * 1000
         if run.first_event_ms is None:
             run.first_event_ms = now
