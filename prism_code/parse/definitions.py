@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Literal
 
 from tree_sitter import Node
 
 from prism_code.parse.nodes import first_named_child, node_text
+
+# Functions become methods once their enclosing class is known (parse.model.DefinitionKind).
+HeadKind = Literal["function", "class"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -15,7 +19,7 @@ class DefinitionHead:
     """What one definition node says about itself, before nesting is known."""
 
     name: str
-    kind: str  # "function" | "class"; functions become methods once their enclosing class is known
+    kind: HeadKind
     span: Node  # the node whose range is the definition's range
     header_end: int  # byte offset where the signature stops (the body's start)
     qualifier: str | None = None  # owner written outside any body: Go receiver type, C++ "A::f"
@@ -29,7 +33,7 @@ def _header_end(node: Node, body: Node | None) -> int:
     return body.start_byte if body is not None else node.end_byte
 
 
-def named(kind: str, name_field: str = "name", needs_body: bool = False) -> HeadReader:
+def named(kind: HeadKind, name_field: str = "name", needs_body: bool = False) -> HeadReader:
     """Reader for the common shape: a `name` field and an optional `body` field."""
 
     def read(node: Node, source: bytes) -> DefinitionHead | None:
@@ -75,7 +79,7 @@ def js_variable(node: Node, source: bytes) -> DefinitionHead | None:
     declaration = node.parent
     # A lone declarator spans its whole `const ... ;` statement, so the header reads "const f = ...".
     span = declaration if declaration is not None and declaration.named_child_count == 1 else node
-    kind = "class" if value.type == "class" else "function"
+    kind: HeadKind = "class" if value.type == "class" else "function"
     return DefinitionHead(node_text(source, name), kind, span, _header_end(node, value.child_by_field_name("body")))
 
 

@@ -24,7 +24,7 @@ from tree_sitter import Node
 from prism_code.parse.calls import call_target
 from prism_code.parse.definitions import DefinitionHead
 from prism_code.parse.docs import comment_above, python_docstring
-from prism_code.parse.model import CallSite, Definition, Import, ParsedFile
+from prism_code.parse.model import CallSite, Definition, DefinitionKind, Import, ParsedFile
 from prism_code.parse.nodes import collapse, last_line, text
 from prism_code.parse.specs import LanguageSpec, language_query, language_spec
 
@@ -186,7 +186,7 @@ def _definitions(heads: list[DefinitionHead], spec: LanguageSpec, source: bytes)
             dropped += 1
             open_scopes.append((end, None, False))
             continue
-        kind = head.kind
+        kind: DefinitionKind = head.kind
         if kind == "function" and (head.qualifier or (enclosing is not None and enclosing[2])):
             kind = "method"
         anchor = _doc_anchor(span, spec)

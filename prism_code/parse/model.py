@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
+
+DefinitionKind = Literal["function", "method", "class"]
 
 
 @dataclass(frozen=True)
@@ -16,7 +19,7 @@ class Definition:
 
     name: str
     qualname: str  # dotted path inside the file: "Parser.parse_args", "outer.inner"
-    kind: str  # "function" | "method" | "class"
+    kind: DefinitionKind
     start_line: int
     end_line: int
     start_byte: int

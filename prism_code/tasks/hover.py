@@ -34,7 +34,7 @@ from prism_code.parse import language_for_path
 from prism_code.parse.calls import call_target
 from prism_code.parse.extract import extract
 from prism_code.parse.languages import parser
-from prism_code.parse.model import Definition, ParsedFile
+from prism_code.parse.model import Definition, DefinitionKind, ParsedFile
 from prism_code.parse.specs import language_query
 
 if TYPE_CHECKING:
@@ -66,7 +66,7 @@ class SymbolInfo:
 
     name: str
     qualname: str
-    kind: str  # "function" | "method" | "class" (parse.model.Definition.kind)
+    kind: DefinitionKind
     path: str  # workspace-relative file of the definition
     start_line: int  # 1-based, inclusive
     end_line: int
