@@ -14,6 +14,8 @@ from prism_code.config import MAX_FIND_TOP
 from prism_code.lsp.locations import lines_range, path_uri
 from prism_code.lsp.settings import FIND_STRATEGIES
 from prism_code.lsp.workspace_state import Found
+from prism_code.tasks.find_events import Strategy
+from prism_code.tasks.find_strategies import as_strategy
 
 FIND_FUNCTION = "prism.findFunction"
 REINDEX = "prism.reindex"
@@ -28,10 +30,10 @@ MAX_TOP = MAX_FIND_TOP  # the same bound as `prism-code find --top`
 class FindArgs:
     description: str
     top: int
-    strategy: str
+    strategy: Strategy
 
 
-def find_args(arguments: Sequence[Any], default_strategy: str) -> FindArgs:
+def find_args(arguments: Sequence[Any], default_strategy: Strategy) -> FindArgs:
     """The one argument object of prism.findFunction, or InvalidParams saying what is wrong."""
     usage = ('prism.findFunction takes one object argument: {"description": str, '
              '"top": int = 10, "strategy": str}')
@@ -49,9 +51,10 @@ def find_args(arguments: Sequence[Any], default_strategy: str) -> FindArgs:
     top = given.get("top", 10)
     if isinstance(top, bool) or not isinstance(top, int) or not 1 <= top <= MAX_TOP:
         raise JsonRpcInvalidParams(f"\"top\" must be an integer from 1 to {MAX_TOP}, got {top!r}")
-    strategy = given.get("strategy", default_strategy)
-    if strategy not in FIND_STRATEGIES:
-        raise JsonRpcInvalidParams(f"unknown strategy {strategy!r}; available: "
+    given_strategy = given.get("strategy", default_strategy)
+    strategy = as_strategy(given_strategy)
+    if strategy is None:
+        raise JsonRpcInvalidParams(f"unknown strategy {given_strategy!r}; available: "
                                    f"{', '.join(FIND_STRATEGIES)}")
     return FindArgs(description.strip(), top, strategy)
 

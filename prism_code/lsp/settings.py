@@ -17,8 +17,9 @@ from typing import Any
 
 from prism_code.config import FRAGREL_ALPHA_RANGE, THREADS_RANGE
 from prism_code.llm.models import MODELS
+from prism_code.tasks.find_events import Strategy
 from prism_code.tasks.find_function import DEFAULT_FIND_ALPHA
-from prism_code.tasks.find_strategies import STRATEGIES
+from prism_code.tasks.find_strategies import STRATEGIES, as_strategy
 
 # Strategies that exist now; prism, wim and long-context arrive with the PRISM issue.
 FIND_STRATEGIES = STRATEGIES
@@ -33,7 +34,7 @@ class Settings:
     completion_max_lines: int = 8
     notes_enabled: bool = True  # the background PRISM function-notes pass
     fragrel_alpha: float = DEFAULT_FIND_ALPHA
-    find_strategy: str = "retrieval"
+    find_strategy: Strategy = "retrieval"
     exclude: tuple[str, ...] = ()  # gitignore-style patterns left out of the index
     cache_dir: Path | None = None  # None: the user cache (or $PRISM_CODE_CACHE_DIR)
     # Whether the client trusts the workspace; False: git is never run there. Not a user
@@ -156,9 +157,10 @@ def _bool(value: Any) -> bool | _Invalid:
     return _Invalid("true or false")
 
 
-def _strategy(value: Any) -> str | _Invalid:
-    if isinstance(value, str) and value.strip() in FIND_STRATEGIES:
-        return value.strip()
+def _strategy(value: Any) -> Strategy | _Invalid:
+    strategy = as_strategy(value.strip() if isinstance(value, str) else None)
+    if strategy is not None:
+        return strategy
     return _Invalid(f"one of {', '.join(FIND_STRATEGIES)}")
 
 

@@ -22,6 +22,11 @@ STRATEGIES: tuple[Strategy, ...] = get_args(Strategy)
 MODEL_STRATEGIES: tuple[Strategy, ...] = tuple(s for s in STRATEGIES if s != "retrieval")
 
 
+def as_strategy(value: object) -> Strategy | None:
+    """The strategy `value` names exactly, or None."""
+    return next((s for s in STRATEGIES if s == value), None)
+
+
 def run_find(strategy: str, search: FunctionSearch, description: str, *, top: int = 10,
              session: LlamaSession | None = None, on_event: FindListener | None = None,
              cancelled: CancelCheck | None = None, **options: Any) -> FindOutcome:
