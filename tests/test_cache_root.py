@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -49,16 +50,20 @@ class _Session:
     """What StateCache needs of a llama.cpp session to write a state file."""
 
     model_sha256 = "0" * 64
+    n_ctx = 32
 
     def __init__(self) -> None:
         self.lock = threading.RLock()
         self.tokens = [1, 2, 3, 4]
 
-    def truncate(self, n_tokens: int) -> None:
-        del self.tokens[n_tokens:]
+    def truncate(self, n: int) -> None:
+        del self.tokens[n:]
 
-    def export_state(self) -> bytes:
-        return b"state"
+    def export_state(self) -> memoryview:
+        return memoryview(b"state")
+
+    def import_state(self, tokens: Sequence[int], data: bytearray) -> bool:
+        return False
 
 
 def test_kv_state_files_go_under_the_variable(cache: Path, tmp_path: Path) -> None:
