@@ -1,3 +1,4 @@
+import os
 import shutil
 from pathlib import Path
 
@@ -25,3 +26,13 @@ def calcrepo_index(tmp_path):
     idx.update()
     yield idx
     idx.close()
+
+
+@pytest.fixture()
+def isolated_git(monkeypatch: pytest.MonkeyPatch) -> None:
+    """git as a fresh user has it: the developer's global config, excludes file and git
+    variables must not change what a test sees."""
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    for var in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"):
+        monkeypatch.delenv(var, raising=False)

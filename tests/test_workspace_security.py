@@ -37,12 +37,8 @@ SECRET = "API_KEY = 'do-not-index-me'\n"
 
 
 @pytest.fixture(autouse=True)
-def isolated_git(monkeypatch: pytest.MonkeyPatch) -> None:
-    # The developer's own git config must not change what the tests see.
-    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
-    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
-    for var in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"):
-        monkeypatch.delenv(var, raising=False)
+def _isolated_git(isolated_git: None) -> None:
+    """Every test here runs git as a fresh user would (fixture in conftest.py)."""
 
 
 @pytest.fixture(params=["dir-fd walk", "path check"])

@@ -470,20 +470,21 @@ def status(ls: PrismServer, *arguments: Any) -> dict[str, Any]:
 @SERVER.command(commands.PAUSE_INDEXING)
 def pause_indexing(ls: PrismServer, *arguments: Any) -> dict[str, Any]:
     commands.no_args(commands.PAUSE_INDEXING, arguments)
-    if ls.notes is not None:
-        ls.notes.pause()
-    for state in ls.states.values():
-        state.pause()
-    return status(ls)
+    return _set_paused(ls, True)
 
 
 @SERVER.command(commands.RESUME_INDEXING)
 def resume_indexing(ls: PrismServer, *arguments: Any) -> dict[str, Any]:
     commands.no_args(commands.RESUME_INDEXING, arguments)
+    return _set_paused(ls, False)
+
+
+def _set_paused(ls: PrismServer, paused: bool) -> dict[str, Any]:
+    """Pause or resume every background job: each folder's indexing and the notes pass."""
     if ls.notes is not None:
-        ls.notes.resume()
+        ls.notes.pause() if paused else ls.notes.resume()
     for state in ls.states.values():
-        state.resume()
+        state.pause() if paused else state.resume()
     return status(ls)
 
 
