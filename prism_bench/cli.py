@@ -16,6 +16,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p = sub.add_parser("repoqa", help="RepoQA Python needles (8 repositories from PyPI)")
     p.add_argument("--strategy", choices=["retrieval", "prism", "wim", "long-context"], default="retrieval")
     p.add_argument("--repos", nargs="*", help="only these repositories (owner/name)")
+    p.add_argument("--lang", choices=["python", "cpp", "java", "typescript", "rust", "all"], default="python",
+                   help="retrieval: which needles (all = the four non-Python languages, one after another)")
+    p.add_argument("--no-embeddings", action="store_true",
+                   help="retrieval: index only; needles not located and BM25 ranks, no embedding model")
     p.add_argument("--model", default="qwen2.5-coder-0.5b", help="model strategies: a registry name or GGUF path")
     p.add_argument("--threads", type=threads, default=2)
     p.add_argument("--limit", type=bounded_int(1),
@@ -68,6 +72,10 @@ def run(args: argparse.Namespace) -> int:
         from prism_bench import repoqa_data, repoqa_retrieval
         from prism_code.retrieval.dense import Embedder
 
+        if args.lang != "python":
+            return _repoqa_multi(args, command)
+        if args.no_embeddings:
+            raise ValueError("--no-embeddings is for --lang cpp|java|typescript|rust|all")
         haystacks = repoqa_data.load_haystacks(cache_dir=args.cache_dir)
         if args.repos:
             haystacks = [h for h in haystacks if h.repo in args.repos]
@@ -115,6 +123,37 @@ def run(args: argparse.Namespace) -> int:
         indexing = index_speed.run(path, edits=args.edits, embeddings=not args.no_embeddings)
         body = index_speed.markdown(indexing, path.name, command)
         section = "index-speed"
+    print(body)
+    if args.write:
+        write_section(args.write, section, body)
+    return 0
+
+
+def _repoqa_multi(args: argparse.Namespace, command: str) -> int:
+    from prism_bench import repoqa_data, repoqa_retrieval
+
+    if args.strategy != "retrieval":
+        raise ValueError("--lang other than python runs the retrieval strategy only")
+    languages = list(repoqa_data.MULTI_LANGUAGES) if args.lang == "all" else [args.lang]
+    index_cache = (args.cache_dir or repoqa_data.default_cache_dir()) / "indexes"
+    by_language = {}
+    for language in languages:
+        haystacks = repoqa_data.load_multi_haystacks(language, cache_dir=args.cache_dir)
+        if args.repos:
+            haystacks = [h for h in haystacks if h.repo in args.repos]
+        by_language[language] = haystacks
+    if args.no_embeddings:
+        results = [repoqa_retrieval.run_lexical(h, index_cache, language) for language, h in by_language.items()]
+        body = repoqa_retrieval.lexical_markdown(results, command)
+        section = "repoqa-multi-lexical"
+    else:
+        from prism_code.retrieval.dense import Embedder
+
+        embedder = Embedder()
+        body = "\n\n".join(
+            repoqa_retrieval.markdown(repoqa_retrieval.run(h, index_cache, embedder, language), command)
+            for language, h in by_language.items())
+        section = f"repoqa-multi-{args.lang}"
     print(body)
     if args.write:
         write_section(args.write, section, body)

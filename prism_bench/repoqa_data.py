@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
+import tarfile
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from prism_bench.corpora import fetch_and_extract
+from prism_bench.corpora import MARKER_SUFFIX, fetch_and_extract
 from prism_code.config import cache_root
 
 # Only meaningful in a source checkout: benchmark data is not shipped inside the package.
@@ -55,6 +58,7 @@ class Haystack:
     version: str
     root: Path
     needles: list[Needle]
+    language: str = "python"
 
 
 class NeedleMismatchError(RuntimeError):
@@ -190,3 +194,57 @@ def recall_metrics(ranks: list[int | None], ks: tuple[int, ...] = (1, 10, 50)) -
     metrics = {f"recall@{k}": sum(1 for r in ranks if r is not None and r <= k) / n for k in ks}
     metrics["mrr@10"] = sum(1.0 / r for r in ranks if r is not None and r <= 10) / n
     return metrics
+
+
+# RepoQA in C++, Java, TypeScript and Rust: haystack tarballs beside their needles (see the
+# benchmarks README, section 4). Only meaningful in a source checkout next to the shared data.
+MULTI_DATA_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "benchmarks" / "repoqa-multi"
+MULTI_LANGUAGES = ("cpp", "java", "typescript", "rust")
+
+
+def _multi_needles(data: dict) -> list[Needle]:
+    # The data is 0-based with an exclusive end; `lines_1based_inclusive` says the same 1-based.
+    return [
+        Needle(repo=data["repo"], name=n["name"], description=n["description"], path=n["path"],
+               start_line=n["lines_1based_inclusive"][0], end_line=n["lines_1based_inclusive"][1],
+               instance_id=n["instance_id"])
+        for n in data["needles"]
+    ]
+
+
+def extract_haystack(archive: Path, dest: Path) -> Path:
+    """Unpack ``archive`` at ``dest`` once (crash-safe: staged, renamed, then marked); returns ``dest``.
+
+    tarfile's ``data`` filter refuses absolute paths, ``..`` and links leaving the tree.
+    """
+    marker = dest.with_name(dest.name + MARKER_SUFFIX)
+    if marker.is_file() and dest.is_dir():
+        return dest
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=dest.parent, prefix=f".{dest.name}.tmp-") as tmp:
+        staging = Path(tmp) / "tree"
+        with tarfile.open(archive, "r:gz") as tar:
+            tar.extractall(staging, filter="data")
+        if dest.exists():
+            shutil.rmtree(dest)
+        staging.rename(dest)
+    marker.write_text(json.dumps({"archive": archive.name}) + "\n")
+    return dest
+
+
+def load_multi_haystacks(language: str, data_dir: Path = MULTI_DATA_DIR,
+                         cache_dir: Path | None = None) -> list[Haystack]:
+    """Every haystack of ``language`` (one of MULTI_LANGUAGES), extracted into the cache."""
+    if language not in MULTI_LANGUAGES:
+        raise ValueError(f"unknown language {language!r}; choose from {MULTI_LANGUAGES}")
+    cache_dir = (default_cache_dir() if cache_dir is None else cache_dir) / "multi" / language
+    haystacks = []
+    for path in sorted((data_dir / language).glob("*__*.json")):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        archive = path.with_suffix(".tar.gz")
+        root = extract_haystack(archive, cache_dir / f"{path.stem}-{data['commit'][:12]}")
+        haystacks.append(Haystack(repo=data["repo"], package=path.stem, version=data["commit"][:12],
+                                  root=root, needles=_multi_needles(data), language=language))
+    if not haystacks:
+        raise FileNotFoundError(f"no {language} needles under {data_dir / language}")
+    return haystacks

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from prism_bench.repoqa_data import Haystack, recall_metrics
+from prism_bench.repoqa_data import Haystack, Needle, recall_metrics
 from prism_code.embeddings import VectorCache
+from prism_code.fragments import Fragment
 from prism_code.index import RepoIndex
 from prism_code.memory.notes_store import llm_note_texts
 from prism_code.retrieval.dense import Embedder
@@ -35,12 +36,30 @@ class RepoQAResult:
     latency_ms: list[float] = field(default_factory=list)
     per_repo_top1: dict[str, float] = field(default_factory=dict)
     needles: int = 0
+    language: str = "Python"
     unmatched: list[str] = field(default_factory=list)
     # repository -> (functions with a model note, functions), for haystacks with notes
     noted: dict[str, tuple[int, int]] = field(default_factory=dict)
     # the fused ranks again with plain cards, over the needles of noted haystacks
     without_notes: list[int | None] = field(default_factory=list)
     with_notes: list[int | None] = field(default_factory=list)
+
+
+def target_row(fragments: Sequence[Fragment], needle: Needle, overlap: bool) -> int | None:
+    """The row of the needle's function: the one starting on its line in its file, else (with
+    ``overlap``, for languages whose needle names may be qualified) the function in that file
+    whose lines overlap the needle's most, the tightest first on ties."""
+    best: tuple[int, int, int] | None = None  # (overlap, -span, row)
+    for row, f in enumerate(fragments):
+        if f.path != needle.path:
+            continue
+        if f.start_line == needle.start_line:
+            return row
+        if overlap:
+            shared = min(f.end_line, needle.end_line) - max(f.start_line, needle.start_line) + 1
+            if shared > 0 and (best is None or (shared, f.start_line - f.end_line) > best[:2]):
+                best = (shared, f.start_line - f.end_line, row)
+    return None if best is None else best[2]
 
 
 def rank_of(scores: np.ndarray, target: int) -> int:
@@ -61,12 +80,11 @@ def haystack_search(haystack: Haystack, cache_dir: Path, embedder: Embedder) -> 
         index.close()
 
 
-def run(haystacks: list[Haystack], cache_dir: Path, embedder: Embedder) -> RepoQAResult:
-    result = RepoQAResult(ranks={label: [] for label, _, _ in SCORERS})
+def run(haystacks: list[Haystack], cache_dir: Path, embedder: Embedder, language: str = "Python") -> RepoQAResult:
+    result = RepoQAResult(ranks={label: [] for label, _, _ in SCORERS}, language=language)
     for haystack in haystacks:
         with haystack_search(haystack, cache_dir, embedder) as search:
             corpus = search.corpus
-            where = {(f.path, f.start_line): i for i, f in enumerate(corpus.fragments)}
             hits = 0
             noted = len(search.note_cards())
             plain = FunctionSearch(search.index, embedder) if noted else None
@@ -74,7 +92,7 @@ def run(haystacks: list[Haystack], cache_dir: Path, embedder: Embedder) -> RepoQ
                 result.noted[haystack.repo] = (noted, len(corpus.fragments))
             for needle in haystack.needles:
                 result.needles += 1
-                target = where.get((needle.path, needle.start_line))
+                target = target_row(corpus.fragments, needle, haystack.language != "python")
                 started = time.perf_counter()
                 search.search(needle.description, top=10)
                 result.latency_ms.append((time.perf_counter() - started) * 1000)
@@ -108,8 +126,9 @@ def markdown(result: RepoQAResult, command: str) -> str:
     body = [
         f"Command: `{command}`",
         "",
-        f"{result.needles} RepoQA Python needles in {len(result.per_repo_top1)} repositories "
-        f"materialised from PyPI wheels; needles not located in the index: {len(result.unmatched)}.",
+        f"{result.needles} RepoQA {result.language} needles in {len(result.per_repo_top1)} repositories "
+        + ("materialised from PyPI wheels" if result.language == "Python" else "at their pinned commits")
+        + f"; needles not located in the index: {len(result.unmatched)}.",
         "",
         table(["scorer", "top-1", "top-10", "top-50", "MRR@10"], rows),
         "",
@@ -139,7 +158,64 @@ def chart(result: RepoQAResult, path: Path) -> Path:
 
     labels = [label for label, _, _ in SCORERS]
     metrics = [recall_metrics(result.ranks[label]) for label in labels]
-    return grouped_bars(path, f"RepoQA Python needles ({result.needles}), find by description, retrieval only",
+    title = f"RepoQA {result.language} needles ({result.needles}), find by description, retrieval only"
+    return grouped_bars(path, title,
                         labels, {"top-1": [m["recall@1"] for m in metrics],
                                  "top-10": [m["recall@10"] for m in metrics],
                                  "MRR@10": [m["mrr@10"] for m in metrics]}, "share of needles")
+
+
+@dataclass
+class LexicalResult:
+    """Index only, no embeddings: where each needle's function is, and BM25's rank for it."""
+
+    language: str
+    needles: int = 0
+    bm25: list[int | None] = field(default_factory=list)
+    by_overlap: list[str] = field(default_factory=list)  # located, but no function starts on its line
+    not_located: list[str] = field(default_factory=list)
+
+
+def run_lexical(haystacks: list[Haystack], cache_dir: Path, language: str) -> LexicalResult:
+    result = LexicalResult(language=language)
+    for haystack in haystacks:
+        index = RepoIndex(haystack.root, cache_dir=cache_dir)
+        try:
+            index.update()
+            search = FunctionSearch(index)
+            fragments = search.corpus.fragments
+            for needle in haystack.needles:
+                result.needles += 1
+                target = target_row(fragments, needle, haystack.language != "python")
+                where = f"{haystack.repo}:{needle.path}:{needle.start_line}-{needle.end_line} {needle.name}"
+                if target is None:
+                    result.not_located.append(where)
+                    result.bm25.append(None)
+                    continue
+                if fragments[target].start_line != needle.start_line:
+                    result.by_overlap.append(f"{where} (found {fragments[target].qualname} "
+                                             f"{fragments[target].start_line}-{fragments[target].end_line})")
+                scores, _ = search.scores(needle.description, 0.0, ("bm25",))
+                result.bm25.append(rank_of(scores, target))
+        finally:
+            index.close()
+    return result
+
+
+def lexical_markdown(results: list[LexicalResult], command: str) -> str:
+    from prism_bench.report import table
+
+    rows = []
+    for r in results:
+        m = recall_metrics(r.bm25)
+        rows.append([r.language, r.needles, len(r.not_located), len(r.by_overlap),
+                     m["recall@1"], m["recall@10"], m["mrr@10"]])
+    body = [f"Command: `{command}`", "",
+            table(["language", "needles", "not located", "located by overlap only",
+                   "bm25 top-1", "bm25 top-10", "bm25 MRR@10"], rows)]
+    for r in results:
+        if r.not_located or r.by_overlap:
+            body += ["", f"{r.language}:"]
+            body += [f"* not located: {w}" for w in r.not_located]
+            body += [f"* by overlap: {w}" for w in r.by_overlap]
+    return "\n".join(body)
