@@ -478,6 +478,37 @@ namespace a { void C::D::run() { x->go(); ns::make<int>(1); } }
     ]
 
 
+def test_cpp_header_with_h_suffix() -> None:
+    # A C++ header named .h (RepoQA's uvw, drogon, mlx): parsed with C's grammar its class body
+    # is an error and the constructor and methods, template ones included, go missing.
+    source = b"""#pragma once
+namespace uvw {
+template<typename T>
+class write_req final: public request<write_req<T>> {
+public:
+    write_req(loop::token token, unsigned int len)
+        : request<write_req<T>>{token},
+          buf{len} {}
+
+    void publish(T event) {
+        handler(event);
+    }
+};
+}
+"""
+    parsed = parse_source("src/uvw/stream.h", source)
+    assert parsed is not None
+    assert outline(parsed) == [
+        ("write_req", "class", 4, 13),
+        ("write_req.write_req", "method", 6, 8),
+        ("write_req.publish", "method", 10, 12),
+    ]
+    plain_c = parse_source("lib/list.h", b"struct node { int v; };\nint length(struct node *n) { return 0; }\n")
+    assert plain_c is not None
+    assert language_for_path("lib/list.h") == "c"
+    assert [d.qualname for d in plain_c.definitions] == ["length"]
+
+
 def test_long_receiver_is_dropped() -> None:
     receiver = "a" * 81
     parsed = parse_source("r.py", f"{receiver}.go()\nb.go()\n".encode())

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from prism_code.parse.extract import extract
-from prism_code.parse.languages import LANGUAGES, language_for_path, parser
+from prism_code.parse.languages import LANGUAGES, language_for_path, language_for_source, parser
 from prism_code.parse.model import CallSite, Definition, Import, ParsedFile
 
 __all__ = [
@@ -22,7 +22,7 @@ def parse_source(path: str, source: bytes, language: str | None = None) -> Parse
 
     The language defaults to the one implied by the extension; None when it is unsupported.
     """
-    language = language or language_for_path(path)
+    language = language or language_for_source(path, source)
     if language not in LANGUAGES:
         return None
     tree = parser(language).parse(source)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import posixpath
+import re
 import threading
 from functools import cache
 
@@ -52,6 +53,19 @@ LANGUAGES: frozenset[str] = frozenset(_GRAMMARS)
 def language_for_path(path: str) -> str | None:
     """The language of a file judged by its extension, None when unsupported."""
     return EXTENSION_LANGUAGES.get(posixpath.splitext(path)[1].lower())
+
+
+# Constructs C has no word for: a ``.h`` file holding one of them is a C++ header.
+_CPP_HEADER = re.compile(rb"^[ \t]*(?:namespace\s+\w|template\s*<|class\s+\w+[^;]*$|(?:public|private|protected)\s*:|"
+                         rb"using\s+(?:namespace\s+)?\w)|\w::\w", re.MULTILINE)
+
+
+def language_for_source(path: str, source: bytes) -> str | None:
+    """As ``language_for_path``, but a ``.h`` header written in C++ is ``cpp``, not ``c``."""
+    language = language_for_path(path)
+    if language == "c" and path.lower().endswith(".h") and _CPP_HEADER.search(source):
+        return "cpp"
+    return language
 
 
 @cache
