@@ -439,6 +439,31 @@ def test_c() -> None:
     assert header.blocks == [(2, 9)]  # statements inside the include guard
 
 
+def test_java_methods_without_body() -> None:
+    # Interface, abstract and native methods are declarations RepoQA asks for (gson, karate, conscrypt).
+    source = b"""interface Modifier {
+    /** Whether the uri is logged. */
+    boolean enableForUri(String uri); // TODO
+}
+abstract class Crypto {
+    static native void asn1_read_free(long ref);
+    abstract int size();
+    Crypto() {}
+}
+"""
+    parsed = parse_source("Modifier.java", source)
+    assert parsed is not None
+    assert outline(parsed) == [
+        ("Modifier", "class", 1, 4),
+        ("Modifier.enableForUri", "method", 3, 3),
+        ("Crypto", "class", 5, 9),
+        ("Crypto.asn1_read_free", "method", 6, 6),
+        ("Crypto.size", "method", 7, 7),
+        ("Crypto.Crypto", "method", 8, 8),
+    ]
+    assert definition(parsed, "Modifier.enableForUri").doc == "Whether the uri is logged."
+
+
 def test_cpp() -> None:
     shape = parse_fixture("cpp/shape.cpp")
     assert outline(shape) == [("Shape.area", "method", 7, 9), ("main", "function", 13, 17)]

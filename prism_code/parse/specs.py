@@ -114,7 +114,7 @@ def _java() -> LanguageSpec:
         "enum_declaration": defs.named("class"),
         "record_declaration": defs.named("class"),
         "annotation_type_declaration": defs.named("class"),
-        "method_declaration": defs.named("function", needs_body=True),
+        "method_declaration": defs.named("function"),
         "constructor_declaration": defs.named("function"),
         "compact_constructor_declaration": defs.named("function"),
     }
