@@ -94,3 +94,77 @@ def test_materialise_marshmallow(tmp_path: Path) -> None:
     assert materialise(spec, tmp_path) == root
     assert time.monotonic() - start < 0.5
     assert sorted(p.name for p in tmp_path.iterdir()) == ["marshmallow-3.21.1", f"marshmallow-3.21.1{MARKER_SUFFIX}"]
+
+
+def _tarball(path: Path, members: dict[str, bytes], link: tuple[str, str] | None = None) -> Path:
+    import io
+    import tarfile
+
+    with tarfile.open(path, "w:gz") as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+        if link is not None:
+            info = tarfile.TarInfo(link[0])
+            info.type = tarfile.SYMTYPE
+            info.linkname = link[1]
+            tar.addfile(info)
+    return path
+
+
+def test_multi_haystack_extracted_once_with_one_based_needles(tmp_path: Path) -> None:
+    import json
+
+    from prism_bench.repoqa_data import load_multi_haystacks
+
+    data = tmp_path / "data" / "java"
+    data.mkdir(parents=True)
+    _tarball(data / "o__r.tar.gz", {"src/A.java": b"class A {\n  void f() {}\n}\n"})
+    needle = {"instance_id": "x-0", "name": "f", "path": "src/A.java", "start_line": 1, "end_line": 2,
+              "lines_1based_inclusive": [2, 2], "description": "d"}
+    (data / "o__r.json").write_text(json.dumps({"repo": "o/r", "commit": "abc", "needles": [needle]}))
+    [haystack] = load_multi_haystacks("java", data_dir=tmp_path / "data", cache_dir=tmp_path / "cache")
+    assert haystack.language == "java"
+    assert (haystack.root / "src" / "A.java").is_file()
+    assert (haystack.needles[0].start_line, haystack.needles[0].end_line) == (2, 2)
+    assert haystack.root.with_name(haystack.root.name + MARKER_SUFFIX).is_file()
+
+
+def test_multi_haystack_refuses_paths_leaving_the_tree(tmp_path: Path) -> None:
+    import tarfile
+
+    from prism_bench.repoqa_data import extract_haystack
+
+    archive = _tarball(tmp_path / "bad.tar.gz", {"../evil.c": b"x"})
+    with pytest.raises(tarfile.FilterError):
+        extract_haystack(archive, tmp_path / "cache" / "bad")
+    assert not (tmp_path / "cache" / "evil.c").exists()
+    assert not (tmp_path / "cache" / "bad").exists()
+    # An absolute member loses its leading slash and stays inside.
+    root = extract_haystack(_tarball(tmp_path / "abs.tar.gz", {"/abs/evil.c": b"x"}), tmp_path / "cache" / "abs")
+    assert (root / "abs" / "evil.c").is_file()
+
+
+def test_multi_haystack_refuses_links_leaving_the_tree(tmp_path: Path) -> None:
+    import tarfile
+
+    from prism_bench.repoqa_data import extract_haystack
+
+    archive = _tarball(tmp_path / "bad.tar.gz", {"a.c": b"x"}, link=("l", "../../etc/passwd"))
+    with pytest.raises(tarfile.FilterError):
+        extract_haystack(archive, tmp_path / "cache" / "bad")
+
+
+def test_target_row_by_start_line_then_overlap() -> None:
+    from prism_bench.repoqa_data import Needle
+    from prism_bench.repoqa_retrieval import target_row
+    from prism_code.fragments import FUNCTION, Fragment
+
+    fragments = [Fragment("a.cpp", FUNCTION, 1, 20, "outer"), Fragment("a.cpp", FUNCTION, 5, 9, "inner"),
+                 Fragment("b.cpp", FUNCTION, 6, 8, "other")]
+    needle = Needle("o/r", "Inner::run", "d", "a.cpp", 6, 8, "x")
+    assert target_row(fragments, needle, overlap=True) == 1  # most overlap, tightest
+    assert target_row(fragments, needle, overlap=False) is None
+    assert target_row(fragments, Needle("o/r", "f", "d", "a.cpp", 5, 9, "x"), overlap=False) == 1
+    assert target_row(fragments, Needle("o/r", "f", "d", "c.cpp", 5, 9, "x"), overlap=True) is None
