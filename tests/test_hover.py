@@ -147,6 +147,19 @@ def test_callers_list_is_capped_but_counted(tmp_path):
     assert "callers: 7 (" in note.markdown() and "and 2 more)" in note.markdown()
 
 
+def test_a_cpp_header_named_h_hovers_as_cpp(tmp_path):
+    root = tmp_path / "repo"
+    root.mkdir()
+    (root / "box.h").write_text("namespace geo {\nclass Box {\npublic:\n    int area() const { return w * h; }\n"
+                                "    int w, h;\n};\n}\n")
+    index = RepoIndex(root, cache_dir=tmp_path / "cache")
+    index.update()
+    symbol = symbol_at(index, "box.h", 4, 9)
+    index.close()
+    assert symbol is not None
+    assert (symbol.qualname, symbol.start_line, symbol.end_line) == ("Box.area", 4, 4)
+
+
 def test_a_function_without_a_model_note_shows_the_deterministic_one(index):
     note = describe(index, at(index, "pkg/util.py", "def helper", "helper"))
     assert note.note_source == "deterministic"

@@ -33,7 +33,7 @@ from prism_code.index import RepoIndex
 from prism_code.parse import language_for_path
 from prism_code.parse.calls import call_target
 from prism_code.parse.extract import extract
-from prism_code.parse.languages import parser
+from prism_code.parse.languages import language_for_source, parser
 from prism_code.parse.model import Definition, DefinitionKind, ParsedFile
 from prism_code.parse.specs import language_query
 
@@ -401,6 +401,7 @@ def _parsed_buffer(index: RepoIndex, path: str, line: int, col: int, text: str |
         return None
     if text is None:
         text = "\n".join(index.lines.get(path, []))
+    language = language_for_source(path, text.encode("utf-8")) or language  # a C++ .h is cpp, as indexed
     parsed = (buffers if buffers is not None else BUFFERS).get(path, language, text)
     if not 1 <= line <= len(parsed.lines) or col < 0:
         return None
