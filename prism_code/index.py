@@ -38,7 +38,7 @@ from prism_code.cancel import CancelCheck, Cancelled
 from prism_code.config import IndexConfig
 from prism_code.fragments import FUNCTION, WINDOW, Fragment, file_fragments, fragment_text
 from prism_code.graph import CodeGraph
-from prism_code.parse import language_for_path, parse_source
+from prism_code.parse import PARSER_VERSION, language_for_path, parse_source
 from prism_code.parse.model import Definition, ParsedFile
 from prism_code.relations import Ranked, StrengthTable, ranked_batches, split_rows
 from prism_code.store import IndexBusy, StaleIndex, Store, is_damage, workspace_db_path
@@ -398,6 +398,10 @@ class RepoIndex:
         report = progress or (lambda stage, done, total: None)
         summary = IndexSummary()
         states = self.store.file_states()
+        outdated = self.store.meta("parser_version") != str(PARSER_VERSION)
+        if outdated:
+            # No stored parse can be trusted: every file reads as changed, once.
+            states = {path: FileState(state.size, -1, "") for path, state in states.items()}
         result = scan(self.root, self.config.exclude, self.config.max_file_bytes,
                       is_source=lambda p: language_for_path(p) is not None, known=states,
                       trusted=self.config.trusted)
@@ -424,6 +428,9 @@ class RepoIndex:
             with self.store.transaction():
                 for path, state in diff.touched.items():
                     self.store.touch_file(path, state)
+        if outdated:
+            with self.store.transaction():
+                self.store.set_meta("parser_version", str(PARSER_VERSION))
         summary.files = len(self.lines)
         summary.lines = sum(len(v) for v in self.lines.values())
         summary.functions = self.function_count

@@ -335,3 +335,35 @@ def test_a_weakened_member_moves_down_or_makes_room(tmp_path, kept):
     assert index.related["use.py#a"][:2] == [("lib.py#c", 0.6), ("lib.py#b", 0.55)][:kept]
     assert snapshot(index) == fresh_snapshot(root, tmp_path / "fresh", config)
     index.close()
+
+
+def test_an_index_parsed_by_an_older_parser_is_parsed_again_once(repo, tmp_path, monkeypatch):
+    """Unchanged files are not re-read, so a parser fix would never reach an existing index
+    unless the index knows which parser wrote it."""
+    import dataclasses
+
+    import prism_code.index as index_module
+
+    real_parse = index_module.parse_source
+
+    def older_parser(path: str, source: bytes):  # found no definitions at all
+        parsed = real_parse(path, source)
+        return parsed and dataclasses.replace(parsed, definitions=[], calls=[])
+
+    cache = tmp_path / "cache"
+    with monkeypatch.context() as old:
+        old.setattr(index_module, "parse_source", older_parser)
+        old.setattr(index_module, "PARSER_VERSION", 1)
+        stale = RepoIndex(repo, cache_dir=cache)
+        stale.update()
+        assert stale.function_count == 0
+        stale.close()
+
+    index = RepoIndex(repo, cache_dir=cache)
+    try:
+        summary = index.update()
+        assert summary.changed == len(index.lines)  # every file parsed again
+        assert snapshot(index) == fresh_snapshot(repo, tmp_path / "fresh")
+        assert index.update().changed == 0  # and only once
+    finally:
+        index.close()

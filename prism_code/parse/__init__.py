@@ -6,8 +6,15 @@ from prism_code.parse.extract import extract
 from prism_code.parse.languages import LANGUAGES, language_for_path, language_for_source, parser
 from prism_code.parse.model import CallSite, Definition, Import, ParsedFile
 
+# Bumped whenever the same source would now be extracted differently (a grammar choice, a
+# new kind of definition): an index whose files were parsed by another version parses them
+# all again on its next update, keeping its notes, instead of serving the old parses of
+# unchanged files. 2: C++ `.h` headers, Java methods without a body.
+PARSER_VERSION = 2
+
 __all__ = [
     "LANGUAGES",
+    "PARSER_VERSION",
     "CallSite",
     "Definition",
     "Import",
