@@ -66,6 +66,16 @@ def leaves_mark(mark: Path) -> str:
     return f"touch {shlex.quote(str(mark))}; echo"
 
 
+def indexed_text(root: Path, cache: Path) -> dict[str, list[str]]:
+    """The lines of each file one index update took in."""
+    index = RepoIndex(root, cache_dir=cache)
+    try:
+        index.update()
+        return dict(index.lines)
+    finally:
+        index.close()
+
+
 def hostile_repo(root: Path, mark: Path) -> None:
     """A committed repository whose .git/config runs `leaves_mark` through fsmonitor, with
     `kept.gen.py` tracked though ignored: only git lists it, the directory walk does not."""
@@ -334,12 +344,7 @@ def test_file_swapped_for_a_fifo_after_the_scan_does_not_hang_indexing(
     write(root, "b.py", "def b():\n    return 2\n")
     swap_after_scan.append(lambda: replace_with_fifo(root / "a.py"))
 
-    index = RepoIndex(root, cache_dir=tmp_path / "cache")
-    try:
-        index.update()
-        assert sorted(index.lines) == ["b.py"]
-    finally:
-        index.close()
+    assert sorted(indexed_text(root, tmp_path / "cache")) == ["b.py"]
 
 
 @needs_fifo
@@ -362,13 +367,9 @@ def test_file_swapped_for_a_symlink_outside_is_never_read(
     secret = write(tmp_path, "outside/secret.py", SECRET)
     swap_after_scan.append(lambda: replace_with_symlink(root / "a.py", secret))
 
-    index = RepoIndex(root, cache_dir=tmp_path / "cache")
-    try:
-        index.update()
-        assert sorted(index.lines) == ["b.py"]
-        assert all("do-not-index-me" not in line for ls in index.lines.values() for line in ls)
-    finally:
-        index.close()
+    lines = indexed_text(root, tmp_path / "cache")
+    assert sorted(lines) == ["b.py"]
+    assert all("do-not-index-me" not in line for ls in lines.values() for line in ls)
     assert read_source(root, "a.py") is None
 
 
@@ -385,12 +386,7 @@ def test_parent_directory_swapped_for_a_symlink_outside_is_never_read(
         (root / "pkg").symlink_to(outside, target_is_directory=True)
 
     swap_after_scan.append(swap)
-    index = RepoIndex(root, cache_dir=tmp_path / "cache")
-    try:
-        index.update()
-        assert sorted(index.lines) == ["b.py"]
-    finally:
-        index.close()
+    assert sorted(indexed_text(root, tmp_path / "cache")) == ["b.py"]
     assert read_source(root, "pkg/a.py") is None
 
 
