@@ -26,7 +26,12 @@ def cache_root() -> Path:
     under it, so the one variable moves all of them.
     """
     override = os.environ.get(CACHE_DIR_ENV)
-    return Path(override) if override else Path(platformdirs.user_cache_dir("prism-code"))
+    return Path(override) if override else user_cache_root()
+
+
+def user_cache_root() -> Path:
+    """The user's own cache, whatever $PRISM_CODE_CACHE_DIR says (models are read from it)."""
+    return Path(platformdirs.user_cache_dir("prism-code"))
 
 
 @dataclass

