@@ -1,4 +1,4 @@
-"""`prism-code bench repoqa|index`: run a benchmark, print it, optionally write docs."""
+"""`prism-code bench repoqa|docstrings|index`: run a benchmark, print it, optionally write docs."""
 
 from __future__ import annotations
 
@@ -32,6 +32,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--token-budget", type=bounded_int(1), help="long-context: code tokens in the prompt at most")
     p.add_argument("--view-tokens", action="store_true",
                    help="prism: only count the candidate prompt tokens of each view (no model calls)")
+    p.add_argument("--cache-dir", type=non_empty_path, help="where haystacks and their indexes live")
+    p.add_argument("--write", type=non_empty_path, metavar="MARKDOWN", help="update this results file")
+    p = sub.add_parser("docstrings", help="find by a removed docstring's first paragraph (6 projects from PyPI)")
+    p.add_argument("--split", choices=["tune", "test", "all"], default="all")
+    p.add_argument("--strategy", choices=["retrieval", "prism"], default="retrieval")
+    p.add_argument("--limit", type=bounded_int(1), help="prism: only this many tasks (round-robin over projects)")
+    p.add_argument("--threads", type=threads, default=2)
+    p.add_argument("--model", default="qwen2.5-coder-0.5b", help="prism: a registry name or GGUF path")
     p.add_argument("--cache-dir", type=non_empty_path, help="where haystacks and their indexes live")
     p.add_argument("--write", type=non_empty_path, metavar="MARKDOWN", help="update this results file")
     p = sub.add_parser("repoeval", help="RepoEval-style line/API completion (6 projects from PyPI)")
@@ -88,6 +96,10 @@ def run(args: argparse.Namespace) -> int:
         if args.write:
             png = repoqa_retrieval.chart(result, args.write.parent / "images" / "repoqa-retrieval.png")
             body += f"\n\n![RepoQA retrieval](images/{png.name})"
+    elif args.bench == "docstrings":
+        from prism_bench import docstrings_report
+
+        body, section = docstrings_report.run_cli(args, command)
     elif args.bench == "repoeval":
         from prism_bench import repoeval
 
