@@ -21,7 +21,6 @@ import random
 import re
 import shutil
 import tempfile
-from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
@@ -245,7 +244,7 @@ def source_hash(source: bytes, start_line: int, end_line: int) -> str:
     return hashlib.sha256(b"\n".join(lines)).hexdigest()
 
 
-def _skip_reason(f: DocFunction, query: str, shared: Counter[str]) -> str | None:
+def _skip_reason(f: DocFunction, query: str, shared: bool) -> str | None:
     name = f.qualname.rsplit(".", 1)[-1]
     if name.startswith("__") and name.endswith("__"):
         return "dunder"
@@ -260,19 +259,34 @@ def _skip_reason(f: DocFunction, query: str, shared: Counter[str]) -> str | None
         return "accessor"
     if len(query.split()) < MIN_QUERY_WORDS:
         return "short"
-    if shared[query.lower()] > 1:
+    if shared:
         # The same text stays in the haystack on another function (copied docstrings,
         # pydantic.v1): the task would have two right answers.
         return "shared docstring"
     return None
 
 
+def _normal(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def _shared(functions: Sequence[DocFunction], queries: Sequence[str]) -> list[bool]:
+    """Whether each query is also written in another function's docstring (as a whole phrase)."""
+    docs = [_normal(_ROLE.sub(_role_text, f.doc)) for f in functions]  # as the queries read roles
+    found = []
+    for i, query in enumerate(queries):
+        needle = _normal(query).rstrip(" .")
+        phrase = re.compile(re.escape(needle) + r"(?![\w'])")
+        found.append(any(j != i and needle in doc and phrase.search(doc) for j, doc in enumerate(docs)))
+    return found
+
+
 def candidates(root: Path) -> list[tuple[DocFunction, str]]:
     """(function, query) for every function worth a task, sorted by path and line."""
     functions = [f for path in source_files(root) for f in docstring_functions(path, (root / path).read_bytes())]
     queries = [query_of(f.doc) for f in functions]
-    shared = Counter(q.lower() for q in queries)
-    chosen = [(f, q) for f, q in zip(functions, queries, strict=True) if _skip_reason(f, q, shared) is None]
+    shared = _shared(functions, queries)
+    chosen = [(f, q) for f, q, s in zip(functions, queries, shared, strict=True) if _skip_reason(f, q, s) is None]
     return sorted(chosen, key=lambda fq: (fq[0].path, fq[0].start_line))
 
 

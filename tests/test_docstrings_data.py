@@ -35,6 +35,16 @@ FILES = {
         def greet(name):
             """Say hello to somebody by name, politely and loudly."""
             return "hello " + name.upper()
+
+
+        def copy_a(x):
+            """Copied docstring that two functions share word for word."""
+            return x + 1
+
+
+        def copy_b(x):
+            """Copied docstring that two functions share word for word, and more."""
+            return x + 2
         ''',
     "pkg/shapes.py": '''
         import functools
@@ -115,9 +125,11 @@ def _strip_tree(root: Path, dest: Path, tasks: list[DocTask]) -> None:
 
 def test_candidates_skip_dunders_accessors_tests_and_empty_bodies(package: Path) -> None:
     names = {f.qualname for f, _ in candidates(package)}
-    assert names == {"greet", "Box.volume_of", "Box.one_liner", "Box.nested", "Box.nested.corner"}
+    assert names == {"greet", "copy_b", "Box.volume_of", "Box.one_liner", "Box.nested",
+                     "Box.nested.corner"}
     # __init__ (dunder), label (property), get_size (return self.x), interface (docstring
-    # only), test_volume and helper (test files) are not tasks.
+    # only), test_volume and helper (test files) are not tasks, nor copy_a, whose query is
+    # also in copy_b's docstring (copy_b's own query is longer, so it stays).
 
 
 def test_decorated_method_starts_on_its_def_line(package: Path) -> None:
@@ -143,8 +155,9 @@ def test_same_seed_same_tasks_and_balanced_splits(package: Path) -> None:
     assert len(first) == 4
     assert Counter(t.split for t in first) == {"tune": 2, "test": 2}
     assert verify_tasks(package, first) == []
-    # Every candidate at once: 5 are rounded down to 4 so both splits weigh the same.
-    assert len(sample_project("pkg", package, seed=7, per_project=100)) == 4
+    assert sample_project("pkg", package, seed=8, per_project=4) != first
+    # Every candidate at once: 7 are rounded down to 6 so both splits weigh the same.
+    assert len(sample_project("pkg", package, seed=7, per_project=100)) == 6
 
 
 def test_stripped_tree_keeps_lines_parses_and_hides_docstrings(package: Path, tmp_path: Path) -> None:
