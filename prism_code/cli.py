@@ -73,7 +73,10 @@ def cmd_find(args: argparse.Namespace) -> int:
     from prism_code.memory.notes_store import llm_note_texts
     from prism_code.retrieval.dense import Embedder
     from prism_code.tasks.find_function import DEFAULT_FIND_ALPHA, FunctionSearch
+    from prism_code.tasks.find_strategies import description_text, run_find
 
+    # Checked before the index update: an empty description fails at once.
+    description = description_text(args.description)
     index = _open_index(args)
     try:
         index.update()
@@ -82,13 +85,18 @@ def cmd_find(args: argparse.Namespace) -> int:
         if search.vectors("code") is None:
             log.warning("embeddings are not complete: lexical ranking only (run `prism-code index`)")
         if args.strategy == "retrieval":
-            results = search.search(args.description, top=args.top, alpha=alpha)
+            # The server's prism.findFunction calls the same: one ranking for CLI and editor.
+            results = run_find("retrieval", search, description, top=args.top, alpha=alpha).results
         else:
-            results = _find_with_model(args, search)
+            results = _find_with_model(args, search, description)
     finally:
         index.close()
     if args.json:
         print(json.dumps([r.to_json() for r in results], indent=1))
+    elif not results:
+        # Retrieval ranks every function, so nothing found means nothing to rank.
+        print(f"prism-code: no functions in {shown(args.path)}: find ranks the functions of the "
+              "languages it parses", file=sys.stderr)
     else:
         for rank, r in enumerate(results, 1):
             print(f"{rank:>2}. {shown(r.qualname)}  {shown(r.path)}:{r.start_line}-{r.end_line}  "
@@ -96,7 +104,8 @@ def cmd_find(args: argparse.Namespace) -> int:
     return 0
 
 
-def _find_with_model(args: argparse.Namespace, search: FunctionSearch) -> list[FoundFunction]:
+def _find_with_model(args: argparse.Namespace, search: FunctionSearch,
+                     description: str) -> list[FoundFunction]:
     """A model strategy of find; its progress events go to stderr as lines."""
     from prism_code.llm import LlamaSession, StateCache
     from prism_code.llm.cpu_load import threads_for_now
@@ -115,7 +124,7 @@ def _find_with_model(args: argparse.Namespace, search: FunctionSearch) -> list[F
         options["state_cache"] = StateCache()
     session = LlamaSession.open(args.model, n_threads=args.threads or threads_for_now())
     try:
-        outcome = run_find(args.strategy, search, args.description, top=args.top, session=session,
+        outcome = run_find(args.strategy, search, description, top=args.top, session=session,
                            on_event=show, **options)
     finally:
         session.close()

@@ -15,7 +15,7 @@ from prism_code.lsp.locations import lines_range, path_uri
 from prism_code.lsp.settings import FIND_STRATEGIES
 from prism_code.lsp.workspace_state import Found
 from prism_code.tasks.find_events import Strategy
-from prism_code.tasks.find_strategies import as_strategy
+from prism_code.tasks.find_strategies import as_strategy, description_text
 
 FIND_FUNCTION = "prism.findFunction"
 REINDEX = "prism.reindex"
@@ -46,8 +46,14 @@ def find_args(arguments: Sequence[Any], default_strategy: Strategy) -> FindArgs:
     if unknown:
         raise JsonRpcInvalidParams(f"{usage}; unknown field(s): {', '.join(unknown)}")
     description = given.get("description")
-    if not isinstance(description, str) or not description.strip():
-        raise JsonRpcInvalidParams(f"{usage}; \"description\" must be a non-empty string")
+    empty = f"{usage}; \"description\" must be a non-empty string"
+    if not isinstance(description, str):
+        raise JsonRpcInvalidParams(empty)
+    try:
+        # The normalization `prism-code find` applies too (a NUL, a lone surrogate, spaces).
+        description = description_text(description)
+    except ValueError:
+        raise JsonRpcInvalidParams(empty) from None
     top = given.get("top", 10)
     if isinstance(top, bool) or not isinstance(top, int) or not 1 <= top <= MAX_TOP:
         raise JsonRpcInvalidParams(f"\"top\" must be an integer from 1 to {MAX_TOP}, got {top!r}")
@@ -56,7 +62,7 @@ def find_args(arguments: Sequence[Any], default_strategy: Strategy) -> FindArgs:
     if strategy is None:
         raise JsonRpcInvalidParams(f"unknown strategy {given_strategy!r}; available: "
                                    f"{', '.join(FIND_STRATEGIES)}")
-    return FindArgs(description.strip(), top, strategy)
+    return FindArgs(description, top, strategy)
 
 
 def no_args(command: str, arguments: Sequence[Any]) -> None:

@@ -235,7 +235,8 @@ class WorkspaceState:
             _ = finder.corpus  # built from a snapshot of the index: readers do not wait for it
             if cancelled():
                 raise Cancelled("the search was cancelled")
-            results = finder.search(query, top=top, alpha=self.settings.fragrel_alpha)
+            # What `prism-code find` calls too: one ranking for the editor and the CLI.
+            results = run_find("retrieval", finder, query, top=top, alpha=self.settings.fragrel_alpha).results
         return [Found(r, self.root, _line(index, r.path, r.end_line)) for r in results]
 
     def find_with_model(self, strategy: str, query: str, top: int, session: LlamaSession,

@@ -8,6 +8,7 @@ retrieval path never loads llama.cpp.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any, get_args
 
 from prism_code.cancel import CancelCheck
@@ -22,6 +23,24 @@ STRATEGIES: tuple[Strategy, ...] = get_args(Strategy)
 MODEL_STRATEGIES: tuple[Strategy, ...] = tuple(s for s in STRATEGIES if s != "retrieval")
 
 
+# Control characters other than whitespace (a NUL pasted from a binary, JSON's "\u0000")
+# are no part of a description: they read as spaces.
+_CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+# A lone surrogate (an argv byte that is not UTF-8, JSON's "\ud800") cannot be encoded, and
+# the MiniLM tokenizer raises on it: it reads as U+FFFD, as a decoder replaces a bad byte.
+_SURROGATES = re.compile(r"[\ud800-\udfff]")
+
+
+def description_text(description: str) -> str:
+    """`description` as every strategy and caller reads it: controls as spaces, lone
+    surrogates as U+FFFD, stripped. One normalization for the CLI and the server, so
+    both rank the same text; ValueError when nothing is left to search for."""
+    text = _SURROGATES.sub("\ufffd", _CONTROLS.sub(" ", description)).strip()
+    if not text:
+        raise ValueError("the description is empty")
+    return text
+
+
 def as_strategy(value: object) -> Strategy | None:
     """The strategy `value` names exactly, or None."""
     return next((s for s in STRATEGIES if s == value), None)
@@ -33,8 +52,7 @@ def run_find(strategy: str, search: FunctionSearch, description: str, *, top: in
     """Find the function `description` describes with `strategy`; see STRATEGIES."""
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown find strategy {strategy!r}; choose from {', '.join(STRATEGIES)}")
-    if not description.strip():
-        raise ValueError("the description is empty")
+    description = description_text(description)
     if strategy == "retrieval":
         results = search.search(description, top=top, **options)
         if on_event is not None:
