@@ -42,6 +42,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default="qwen2.5-coder-0.5b", help="prism: a registry name or GGUF path")
     p.add_argument("--cache-dir", type=non_empty_path, help="where haystacks and their indexes live")
     p.add_argument("--write", type=non_empty_path, metavar="MARKDOWN", help="update this results file")
+    p = sub.add_parser("fusion", help="choose find's fusion weights on the docstrings tuning split, "
+                                      "report them on its test split and on RepoQA in every language")
+    p.add_argument("--languages", nargs="*", choices=["python", "cpp", "java", "typescript", "rust"],
+                   default=["python", "cpp", "java", "typescript", "rust"], help="RepoQA needles to report on")
+    p.add_argument("--write", type=non_empty_path, metavar="MARKDOWN", help="update this results file")
+    p = sub.add_parser("likelihood", help="the likelihood rerank's body view and margin, chosen on the docstrings "
+                                          "tuning split, reported on its test split and RepoQA Python")
+    p.add_argument("--limit", type=bounded_int(1), default=16, help="queries per docstrings split")
+    p.add_argument("--repoqa-limit", type=bounded_int(0), default=12, help="RepoQA Python needles (0: none)")
+    p.add_argument("--model", default="qwen2.5-coder-0.5b")
+    p.add_argument("--threads", type=threads, default=2)
+    p.add_argument("--write", type=non_empty_path, metavar="MARKDOWN", help="update this results file")
     p = sub.add_parser("repoeval", help="RepoEval-style line/API completion (6 projects from PyPI)")
     p.add_argument("--model", default="qwen2.5-coder-0.5b")
     p.add_argument("--per-project", type=bounded_int(1), default=5,
@@ -100,6 +112,16 @@ def run(args: argparse.Namespace) -> int:
         from prism_bench import docstrings_report
 
         body, section = docstrings_report.run_cli(args, command)
+    elif args.bench == "fusion":
+        from prism_bench import fusion_tuning
+
+        chart_path = args.write.parent / "images" / "find-fusion.png" if args.write else None
+        body, section = fusion_tuning.run_cli(args.languages, command, chart_path), "find-fusion"
+    elif args.bench == "likelihood":
+        from prism_bench import likelihood_tuning
+
+        body = likelihood_tuning.run_cli(args.limit, args.repoqa_limit, args.model, args.threads, command)
+        section = f"find-likelihood-{args.model}"
     elif args.bench == "repoeval":
         from prism_bench import repoeval
 

@@ -1,7 +1,15 @@
 import numpy as np
 import pytest
 
-from prism_code.retrieval.fusion import FUSION_WEIGHTS, fuse, zscore
+from prism_code.retrieval.fusion import (
+    LONG_QUERY_WEIGHTS,
+    LONG_QUERY_WORDS,
+    SHORT_QUERY_WEIGHTS,
+    SHORT_QUERY_WORDS,
+    fuse,
+    fusion_weights,
+    zscore,
+)
 
 
 def test_zscore_standardises():
@@ -34,5 +42,11 @@ def test_fuse_edge_cases():
         fuse([(np.ones(3), 1.0), (np.ones(2), 1.0)])
 
 
-def test_weights_are_fixed_and_equal():
-    assert FUSION_WEIGHTS == {"bm25": 1.0, "dense_code": 1.0, "dense_card": 1.0}
+def test_a_sentence_leans_on_names_and_a_long_description_on_bodies():
+    assert fusion_weights(8) == fusion_weights(SHORT_QUERY_WORDS) == SHORT_QUERY_WEIGHTS
+    assert fusion_weights(LONG_QUERY_WORDS) == fusion_weights(150) == LONG_QUERY_WEIGHTS
+    between = fusion_weights((SHORT_QUERY_WORDS + LONG_QUERY_WORDS) // 2)
+    for component, weight in between.items():
+        assert min(SHORT_QUERY_WEIGHTS[component], LONG_QUERY_WEIGHTS[component]) <= weight \
+            <= max(SHORT_QUERY_WEIGHTS[component], LONG_QUERY_WEIGHTS[component])
+    assert LONG_QUERY_WEIGHTS["bm25_name"] == 0 < SHORT_QUERY_WEIGHTS["bm25_name"]

@@ -1,4 +1,4 @@
-"""Fixed-weight fusion of retrieval scores on a common z-score scale.
+"""Weighted fusion of retrieval scores on a common z-score scale, weights by query length.
 
 BM25 scores are unbounded and query-dependent while cosines live in [-1, 1]; z-scoring
 each component over the candidate set puts them on one scale without tuning.
@@ -10,13 +10,29 @@ from collections.abc import Sequence
 
 import numpy as np
 
-# Fixed in advance, not tuned on any benchmark, so reported results are not fitted to
-# it: every component counts equally.
+# The components:
 #   bm25       - BM25 over the function's source
+#   bm25_name  - BM25 over the function's name, signature and the names it calls
 #   dense_code - MiniLM cosine between the query and the function's source
 #   dense_card - MiniLM cosine between the query and the function's card
-#                (name split into words + signature + docstring)
-FUSION_WEIGHTS: dict[str, float] = {"bm25": 1.0, "dense_code": 1.0, "dense_card": 1.0}
+#                (name split into words + signature + docstring, and the model's note)
+#
+# A long description (RepoQA's numbered purpose / input / output / procedure lists) keeps the
+# weights fixed in advance: every body-level component equal, untuned, so RepoQA is not fitted.
+LONG_QUERY_WEIGHTS: dict[str, float] = {"bm25": 1.0, "bm25_name": 0.0, "dense_code": 1.0, "dense_card": 1.0}
+# What people type, a sentence or two, leans on what a function is called: chosen by MRR@10 on
+# the docstrings benchmark's tuning split only (`prism-code bench fusion`, docs/benchmarks.md).
+SHORT_QUERY_WEIGHTS: dict[str, float] = {"bm25": 0.5, "bm25_name": 1.0, "dense_code": 1.0, "dense_card": 0.5}
+# Up to SHORT words the short weights apply, from LONG words the long ones, linearly between.
+# Not tuned: the benchmarks' queries are either <= 37 words (docstrings) or >= 72 (RepoQA).
+SHORT_QUERY_WORDS, LONG_QUERY_WORDS = 40, 60
+
+
+def fusion_weights(words: int, short: dict[str, float] | None = None) -> dict[str, float]:
+    """The component weights for a query of `words` words (`short`: other short-query weights)."""
+    short = SHORT_QUERY_WEIGHTS if short is None else short
+    t = min(1.0, max(0.0, (words - SHORT_QUERY_WORDS) / (LONG_QUERY_WORDS - SHORT_QUERY_WORDS)))
+    return {c: (1 - t) * short.get(c, 0.0) + t * LONG_QUERY_WEIGHTS[c] for c in LONG_QUERY_WEIGHTS}
 
 
 def zscore(scores: np.ndarray) -> np.ndarray:

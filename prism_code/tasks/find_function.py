@@ -8,7 +8,7 @@ answers alone, so search never waits for the embedding pass.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from functools import cached_property
 from typing import Any
@@ -19,11 +19,11 @@ import scipy.sparse as sp
 from prism_code.embeddings import VectorCache, card_text
 from prism_code.fragments import Fragment, function_key
 from prism_code.index import IndexSnapshot, RepoIndex
-from prism_code.parse.model import Definition
+from prism_code.parse.model import Definition, ParsedFile
 from prism_code.relations import related_matrix
 from prism_code.retrieval.dense import Embedder, cosine_scores
 from prism_code.retrieval.fragrel import relation_aware_scores
-from prism_code.retrieval.fusion import FUSION_WEIGHTS, fuse
+from prism_code.retrieval.fusion import fuse, fusion_weights
 from prism_code.retrieval.lexical import LexicalIndex, TermBag, Vocabulary
 from prism_code.retrieval.markup import plain_text
 from prism_code.retrieval.tokenize import code_tokens, query_tokens
@@ -32,7 +32,30 @@ from prism_code.retrieval.tokenize import code_tokens, query_tokens
 # (docs/benchmarks.md), so find defaults to the vanilla retriever.
 DEFAULT_FIND_ALPHA = 0.0
 
-COMPONENTS = ("bm25", "dense_code", "dense_card")
+COMPONENTS = ("bm25", "bm25_name", "dense_code", "dense_card")
+
+
+def name_field(fragment: Fragment, definition: Definition | None, callees: Sequence[str]) -> list[str]:
+    """BM25 tokens of what a function is called rather than what it does line by line: its
+    qualified name, its signature's words (parameter names and types) and the names it calls.
+
+    Scored apart from the body, so a one-sentence query that names the function's subject
+    ("the encoding from the headers") is not drowned by a long body's many other words.
+    """
+    header = definition.signature if definition is not None else ""
+    return code_tokens(" ".join([fragment.qualname, fragment.qualname, header, *callees]))
+
+
+def callees_by_function(parsed: Mapping[str, ParsedFile]) -> dict[tuple[str, str], list[str]]:
+    """(path, qualname) -> the names each function calls, in order, repeats dropped."""
+    out: dict[tuple[str, str], list[str]] = {}
+    for path, pf in parsed.items():
+        for call in pf.calls:
+            if call.caller is not None:
+                names = out.setdefault((path, call.caller), [])
+                if call.name not in names:
+                    names.append(call.name)
+    return out
 
 
 @dataclass
@@ -69,6 +92,7 @@ class FunctionCorpus:
     bags: list[TermBag]
     lexical: LexicalIndex
     vocabulary: Vocabulary
+    names: LexicalIndex  # BM25 over `name_field`; small, so rebuilt whole with the corpus
 
     def __init__(self, index: RepoIndex | IndexSnapshot, previous: FunctionCorpus | None = None) -> None:
         self.generation = index.generation
@@ -79,6 +103,7 @@ class FunctionCorpus:
         if previous is not None and same_functions:
             self.definitions, self.cards, self.lexical = previous.definitions, previous.cards, previous.lexical
             self.tokens, self.bags, self.vocabulary = previous.tokens, previous.bags, previous.vocabulary
+            self.names = previous.names
         else:
             reuse = None if previous is None or previous.vocabulary_outgrown() else previous
             known = {} if reuse is None else reuse._by_key()
@@ -95,6 +120,11 @@ class FunctionCorpus:
                 self.tokens.append(reused[3])
                 self.bags.append(reused[4])
             self.lexical = LexicalIndex.from_bags(self.bags, self.vocabulary)
+            parsed = index.parsed if isinstance(index, IndexSnapshot) else index.graph.parsed
+            callees = callees_by_function(parsed)
+            self.names = LexicalIndex.build([
+                name_field(f, d, callees.get((f.path, f.qualname), []))
+                for f, d in zip(self.fragments, self.definitions)])
         # The index replaces its related-set mapping on update and never mutates a
         # published one, so keeping the reference keeps this generation's relations.
         self._related_rows = index.related
@@ -189,7 +219,8 @@ class FunctionSearch:
 
     def component_scores(self, query: str) -> dict[str, np.ndarray]:
         corpus = self.corpus
-        scores = {"bm25": corpus.lexical.scores(query_tokens(query))}
+        terms = query_tokens(query)
+        scores = {"bm25": corpus.lexical.scores(terms), "bm25_name": corpus.names.scores(terms)}
         code, cards = self.vectors("code"), self.vectors("card")
         if code is not None and cards is not None and self.embedder is not None:
             q = self.embedder.embed([plain_text(query)])[0]
@@ -200,9 +231,10 @@ class FunctionSearch:
     def scores(self, query: str, alpha: float = DEFAULT_FIND_ALPHA,
                components: tuple[str, ...] = COMPONENTS) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         parts = self.component_scores(query)
-        used = [(parts[c], FUSION_WEIGHTS[c]) for c in components if c in parts]
+        weights = fusion_weights(len(query.split()))
+        used = [(parts[c], weights[c]) for c in components if c in parts and weights[c]]
         if not used:
-            used = [(parts["bm25"], FUSION_WEIGHTS["bm25"])]
+            used = [(parts["bm25"], 1.0)]
         independent = fuse(used)
         if alpha == 0:
             return independent, parts
