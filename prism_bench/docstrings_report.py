@@ -83,7 +83,8 @@ def run_cli(args: argparse.Namespace, command: str) -> tuple[str, str]:
         from prism_code.retrieval.dense import Embedder
 
         result = repoqa_retrieval.run(haystacks, index_cache, Embedder())
-        body = "\n\n".join([repoqa_retrieval.markdown(result, command), intro,
+        subject = f"{total} docstring queries in {len(haystacks)} PyPI projects"
+        body = "\n\n".join([repoqa_retrieval.markdown(result, command, subject), intro,
                             markdown(result, haystacks, docstrings_data.task_splits(), args.split)])
         return body, f"docstrings-retrieval-{args.split}"
     from prism_bench import repoqa_strategies

@@ -114,7 +114,8 @@ def run(haystacks: list[Haystack], cache_dir: Path, embedder: Embedder, language
     return result
 
 
-def markdown(result: RepoQAResult, command: str) -> str:
+def markdown(result: RepoQAResult, command: str, subject: str | None = None) -> str:
+    """The scorers' table; `subject` names what was searched (default: RepoQA's needles and where from)."""
     from prism_bench.report import table
 
     rows = []
@@ -126,8 +127,8 @@ def markdown(result: RepoQAResult, command: str) -> str:
     body = [
         f"Command: `{command}`",
         "",
-        f"{result.needles} RepoQA {result.language} needles in {len(result.per_repo_top1)} repositories "
-        + ("materialised from PyPI wheels" if result.language == "Python" else "at their pinned commits")
+        (subject or f"{result.needles} RepoQA {result.language} needles in {len(result.per_repo_top1)} repositories "
+         + ("materialised from PyPI wheels" if result.language == "Python" else "at their pinned commits"))
         + f"; needles not located in the index: {len(result.unmatched)}.",
         "",
         table(["scorer", "top-1", "top-10", "top-50", "MRR@10"], rows),

@@ -42,6 +42,7 @@ from prism_code.memory.notes_store import NotesStore
 from prism_code.memory.revisions import Target
 from prism_code.memory.runner import PassResult, PassSettings, StepProgress, run_pass
 from prism_code.memory.schema import format_path
+from prism_code.retrieval.fusion import SHORT_QUERY_WORDS
 from prism_code.tasks.find_events import FindEvent, FindListener, Stage
 from prism_code.tasks.find_function import FoundFunction, FunctionSearch
 from prism_code.tasks.find_outcome import FindOutcome, answer_grammar, candidate_labels, parse_function_json
@@ -49,6 +50,7 @@ from prism_code.tasks.query_likelihood import (
     DEFAULT_DESCRIPTION_TOKENS,
     DEFAULT_LINES,
     DEFAULT_MARGIN,
+    SHORT_QUERY_MARGIN,
     body_text,
     rerank,
 )
@@ -107,6 +109,10 @@ class PrismSettings:
     likelihood_tokens: int | None = DEFAULT_DESCRIPTION_TOKENS  # the description's head that is scored
     # Nats per description token the best candidate must gain over retrieval's first.
     likelihood_margin: float = DEFAULT_MARGIN
+    # A sentence is scored after the bodies' code only (comments and docstrings out: a look-alike's
+    # docstring would echo its words), with its own margin; a long description as written.
+    short_query_margin: float = SHORT_QUERY_MARGIN
+    short_query_code_only: bool = True
 
 
 def candidate_text(index: RepoIndex, found: FoundFunction, key: str, view: View,
@@ -304,12 +310,15 @@ def _by_likelihood(query: _Query, index: RepoIndex, scored: list[Candidate]) -> 
     """The key to move above retrieval's first by the description's likelihood, else None."""
     settings = query.settings
     query.emit("likelihood", f"scoring the description against {len(scored)} candidate bodies", 0)
-    bodies = [body_text(index, c.found, c.key, settings.likelihood_lines) for c in scored]
+    short = len(query.description.split()) <= SHORT_QUERY_WORDS
+    code_only = short and settings.short_query_code_only
+    margin = settings.short_query_margin if short else settings.likelihood_margin
+    bodies = [body_text(index, c.found, c.key, settings.likelihood_lines, code_only) for c in scored]
 
     def on_scored(i: int, logprob: float) -> None:
         query.emit("likelihood", f"scored {i + 1}/{len(scored)}: {scored[i].key} ({logprob:.2f}/token)", i + 1)
 
-    verdict = rerank(query.session, bodies, query.description, settings.likelihood_margin, query.cancelled,
+    verdict = rerank(query.session, bodies, query.description, margin, query.cancelled,
                      settings.likelihood_tokens, on_scored)
     for cost in verdict.stats:
         query.accounting.add(cost)

@@ -18,11 +18,18 @@ from prism_code.cancel import CancelCheck, Cancelled
 from prism_code.index import RepoIndex
 from prism_code.llm.runtime import LlamaSession
 from prism_code.llm.types import GenerationStats
+from prism_code.parse import language_for_path
+from prism_code.parse.code_only import code_only as strip_prose
 from prism_code.tasks.find_function import FoundFunction
 
 # Chosen on RepoQA needles 21-40 (0.5B): the needle's gain over a wrong first was 0.25-0.51
 # nats/token, a wrong candidate's over a right first never above 0 (closest -0.03).
 DEFAULT_MARGIN = 0.1
+# A sentence (<= SHORT_QUERY_WORDS words): chosen on the docstrings benchmark's tuning split
+# (`prism-code bench likelihood`), the code-only view at any margin from 0.3 to 1 tied and the
+# largest, the closest to retrieval's order, was taken. Its per-token gains are larger and
+# noisier than a long description's: a few words are cheap or dear after almost any body.
+SHORT_QUERY_MARGIN = 1.0
 DEFAULT_LINES = 30  # body lines read: the head of a function says what it does
 DEFAULT_DESCRIPTION_TOKENS: int | None = None  # the description's head that is scored (None: all of it)
 
@@ -43,14 +50,18 @@ class Rerank:
     stats: list[GenerationStats]
 
 
-def body_text(index: RepoIndex, found: FoundFunction, key: str, max_lines: int) -> str:
-    """A candidate as the likelihood reads it: its name, place and first lines of source."""
+def body_text(index: RepoIndex, found: FoundFunction, key: str, max_lines: int, code_only: bool = False) -> str:
+    """A candidate as the likelihood reads it: its name, place and first lines of source
+    (with `code_only`, those lines without their comments and docstrings)."""
     head = f"### {key}\n# {found.path}:{found.start_line}\n"
     fragment = index.fragments.get(found.key)
     lines = index.text(fragment).splitlines() if fragment is not None else []
     if len(lines) > max_lines:
         lines = lines[:max_lines] + [f"    # ... {len(lines) - max_lines} more lines"]
-    return head + "\n".join(lines) + "\n"
+    body = "\n".join(lines)
+    if code_only:
+        body = strip_prose(body, language_for_path(found.path) or "")
+    return head + body + "\n"
 
 
 def describe_prompt(session: LlamaSession, candidate_text: str) -> list[int]:
