@@ -7,7 +7,7 @@ import pytest
 from prism_code.index import RepoIndex
 from prism_code.tasks.find_function import FunctionSearch
 from prism_code.tasks.find_prism import candidate_text
-from prism_code.tasks.query_likelihood import description_likelihood, rank_by_likelihood
+from prism_code.tasks.query_likelihood import body_text, description_likelihood, rank_by_likelihood
 
 FIXTURES = Path(__file__).parent / "fixtures"
 ORDER_TOTAL = ("Work out what an order costs in all: take the unit prices and how many of each item "
@@ -38,3 +38,22 @@ def test_the_description_is_most_likely_after_the_function_it_describes(tmp_path
     assert all(s.stats.decoded == 0 and s.stats.encoded > 0 for s in scored.values())
     # The system turn is the same for every candidate: after the first it comes from the cache.
     assert all(s.stats.reused > 0 for s in list(scored.values())[1:])
+
+
+def test_a_candidate_read_as_code_only_loses_its_docstring_and_comments_not_its_code(tmp_path):
+    """A look-alike's docstring must not echo a sentence's words into the likelihood."""
+    (tmp_path / "repo").mkdir()
+    (tmp_path / "repo" / "tax.py").write_text(
+        'def add_tax(amount, rate):\n    """Add sales tax to an amount."""\n'
+        '    # rounding is the caller\'s job\n    return amount * (1 + rate)\n')
+    index = RepoIndex(tmp_path / "repo", cache_dir=tmp_path / "cache")
+    index.update()
+    try:
+        found = FunctionSearch(index).search("add sales tax", top=1)[0]
+        written = body_text(index, found, "add_tax", 30)
+        code = body_text(index, found, "add_tax", 30, code_only=True)
+    finally:
+        index.close()
+    assert "Add sales tax" in written and "rounding" in written
+    assert "Add sales tax" not in code and "rounding" not in code
+    assert code.startswith("### add_tax\n# tax.py:1\n") and "return amount * (1 + rate)" in code
