@@ -15,7 +15,7 @@ from pathlib import Path
 
 from prism_bench.repoqa_data import Haystack
 from prism_bench.repoqa_retrieval import haystack_search
-from prism_bench.repoqa_strategies import select_needles
+from prism_bench.repoqa_strategies import by_haystack, select_needles
 from prism_code.llm.runtime import LlamaSession
 from prism_code.retrieval.dense import Embedder
 from prism_code.tasks.query_likelihood import (
@@ -45,10 +45,7 @@ def collect(benchmark: str, haystacks: list[Haystack], cache_dir: Path, embedder
             session: LlamaSession, limit: int, candidates: int = 10) -> list[ScoredCandidates]:
     chosen = select_needles(haystacks, limit)
     out: list[ScoredCandidates] = []
-    for haystack in haystacks:
-        needles = [n for h, n in chosen if h is haystack]
-        if not needles:
-            continue
+    for haystack, needles in by_haystack(haystacks, chosen):
         with haystack_search(haystack, cache_dir, embedder) as search:
             for needle in needles:
                 found = search.search(needle.description, top=candidates)

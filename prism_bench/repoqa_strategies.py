@@ -16,7 +16,7 @@ import signal
 import statistics
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import zip_longest
 from pathlib import Path
@@ -74,6 +74,15 @@ def select_needles(haystacks: list[Haystack], limit: int | None) -> list[tuple[H
     return mixed[:limit] if limit else mixed
 
 
+def by_haystack(haystacks: list[Haystack], chosen: list[tuple[Haystack, Needle]]
+                ) -> Iterator[tuple[Haystack, list[Needle]]]:
+    """The chosen needles grouped by haystack, in haystack order, so each index opens once."""
+    for haystack in haystacks:
+        needles = [n for h, n in chosen if h is haystack]
+        if needles:
+            yield haystack, needles
+
+
 def _is_needle(result, needle: Needle) -> bool:
     return result.path == needle.path and result.start_line == needle.start_line
 
@@ -108,10 +117,7 @@ def _interrupt(_signum: int, _frame: object) -> None:
 def _run_haystacks(session: LlamaSession, haystacks: list[Haystack], chosen: list[tuple[Haystack, Needle]],
                    cache_dir: Path, embedder: Embedder, strategy: str, options: dict, ablation: int,
                    out: StrategyResult, warm: dict) -> None:
-    for haystack in haystacks:
-        needles = [n for h, n in chosen if h is haystack]
-        if not needles:
-            continue
+    for haystack, needles in by_haystack(haystacks, chosen):
         with haystack_search(haystack, cache_dir, embedder) as search:
             for needle in needles:
                 out.runs.append(_one(session, search, needle, strategy, {**options, **warm}, out.accounting))
