@@ -37,6 +37,7 @@ def test_search_after_an_edit_equals_a_cold_corpus(index: RepoIndex):
     assert warm.code == cold.code and warm.cards == cold.cards and warm.tokens == cold.tokens
     query = ["sales", "tax", "amount", "cart"]
     assert np.allclose(warm.lexical.scores(query), cold.lexical.scores(query))
+    assert np.allclose(warm.names.scores(query), cold.names.scores(query))
     assert (warm.related != cold.related).nnz == 0
     assert warm.related.nnz > 0  # the fixture's functions do have related sets
 

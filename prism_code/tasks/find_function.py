@@ -46,15 +46,14 @@ def name_field(fragment: Fragment, definition: Definition | None, callees: Seque
     return code_tokens(" ".join([fragment.qualname, fragment.qualname, header, *callees]))
 
 
-def callees_by_function(parsed: Mapping[str, ParsedFile]) -> dict[tuple[str, str], list[str]]:
-    """(path, qualname) -> the names each function calls, in order, repeats dropped."""
-    out: dict[tuple[str, str], list[str]] = {}
-    for path, pf in parsed.items():
-        for call in pf.calls:
-            if call.caller is not None:
-                names = out.setdefault((path, call.caller), [])
-                if call.name not in names:
-                    names.append(call.name)
+def callees_by_caller(parsed: ParsedFile | None) -> dict[str, list[str]]:
+    """qualname -> the names that function calls in this file, in order, repeats dropped."""
+    out: dict[str, list[str]] = {}
+    for call in parsed.calls if parsed is not None else []:
+        if call.caller is not None:
+            names = out.setdefault(call.caller, [])
+            if call.name not in names:
+                names.append(call.name)
     return out
 
 
@@ -92,7 +91,9 @@ class FunctionCorpus:
     bags: list[TermBag]
     lexical: LexicalIndex
     vocabulary: Vocabulary
-    names: LexicalIndex  # BM25 over `name_field`; small, so rebuilt whole with the corpus
+    name_bags: list[TermBag]
+    names: LexicalIndex  # BM25 over `name_field`, with its own vocabulary
+    name_vocabulary: Vocabulary
 
     def __init__(self, index: RepoIndex | IndexSnapshot, previous: FunctionCorpus | None = None) -> None:
         self.generation = index.generation
@@ -103,28 +104,33 @@ class FunctionCorpus:
         if previous is not None and same_functions:
             self.definitions, self.cards, self.lexical = previous.definitions, previous.cards, previous.lexical
             self.tokens, self.bags, self.vocabulary = previous.tokens, previous.bags, previous.vocabulary
-            self.names = previous.names
+            self.name_bags, self.names, self.name_vocabulary = previous.name_bags, previous.names, \
+                previous.name_vocabulary
         else:
             reuse = None if previous is None or previous.vocabulary_outgrown() else previous
             known = {} if reuse is None else reuse._by_key()
             self.vocabulary = Vocabulary() if reuse is None else reuse.vocabulary
-            self.definitions, self.cards, self.tokens, self.bags = [], [], [], []
+            self.name_vocabulary = Vocabulary() if reuse is None else reuse.name_vocabulary
+            self.definitions, self.cards, self.tokens, self.bags, self.name_bags = [], [], [], [], []
+            parsed = index.parsed if isinstance(index, IndexSnapshot) else index.graph.parsed
+            callees: dict[str, dict[str, list[str]]] = {}  # path -> caller -> names, for changed files only
             for f, text in zip(self.fragments, self.code):
                 reused = known.get(f.key)
                 if reused is None or reused[0] != text:
                     definition = index.definition(f.path, f.qualname)
                     tokens = code_tokens(text)
-                    reused = (text, definition, card_text(f, definition), tokens, self.vocabulary.bag(tokens))
+                    if f.path not in callees:
+                        callees[f.path] = callees_by_caller(parsed.get(f.path))
+                    named = name_field(f, definition, callees[f.path].get(f.qualname, []))
+                    reused = (text, definition, card_text(f, definition), tokens, self.vocabulary.bag(tokens),
+                              self.name_vocabulary.bag(named))
                 self.definitions.append(reused[1])
                 self.cards.append(reused[2])
                 self.tokens.append(reused[3])
                 self.bags.append(reused[4])
+                self.name_bags.append(reused[5])
             self.lexical = LexicalIndex.from_bags(self.bags, self.vocabulary)
-            parsed = index.parsed if isinstance(index, IndexSnapshot) else index.graph.parsed
-            callees = callees_by_function(parsed)
-            self.names = LexicalIndex.build([
-                name_field(f, d, callees.get((f.path, f.qualname), []))
-                for f, d in zip(self.fragments, self.definitions)])
+            self.names = LexicalIndex.from_bags(self.name_bags, self.name_vocabulary)
         # The index replaces its related-set mapping on update and never mutates a
         # published one, so keeping the reference keeps this generation's relations.
         self._related_rows = index.related
@@ -135,10 +141,13 @@ class FunctionCorpus:
         live = int(np.count_nonzero(np.diff(self.lexical.weights.indptr)))
         return len(self.vocabulary) > 2 * live + 10_000
 
-    def _by_key(self) -> dict[str, tuple[str, Definition | None, str, list[str], TermBag]]:
-        """fragment key -> (source, definition, card, tokens, bag), reused by the next corpus."""
+    def _by_key(self) -> dict[str, tuple[str, Definition | None, str, list[str], TermBag, TermBag]]:
+        """fragment key -> (source, definition, card, tokens, bag, name bag), reused by the next corpus.
+
+        A function's name field comes from its own text (qualname, signature, the calls it
+        makes), so the same text gives the same name bag."""
         return {f.key: row for f, row in zip(self.fragments, zip(
-            self.code, self.definitions, self.cards, self.tokens, self.bags))}
+            self.code, self.definitions, self.cards, self.tokens, self.bags, self.name_bags))}
 
     @cached_property
     def related(self) -> sp.csr_matrix:
