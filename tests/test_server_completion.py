@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 from lsprotocol import types
-from pygls.exceptions import JsonRpcRequestCancelled
+from pygls.exceptions import JsonRpcInvalidParams, JsonRpcRequestCancelled
+from pygls.uris import to_fs_path
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
 from prism_code.lsp.completion_debounce import Debounce
@@ -22,6 +23,7 @@ from prism_code.lsp.model_host import ModelHost
 REPO = Path(__file__).resolve().parents[1]
 FIXTURE = Path(__file__).parent / "fixtures" / "calcrepo"
 NAME = "HANDSHAKE_GRACE_PERIOD_MS"  # spelled only in calc/settings.py
+SETTINGS = "calc/settings.py:1-3"  # its one window
 INDEXING_TIMEOUT_S = 180
 
 in_module_loop = pytest.mark.asyncio(loop_scope="module")
@@ -92,6 +94,11 @@ async def status(client: LanguageClient) -> dict:
         types.ExecuteCommandParams(command="prism.status", arguments=[]))
 
 
+async def context_of(client: LanguageClient, uri: str | None) -> dict:
+    return await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command="prism.completionContext", arguments=[{"uri": uri}] if uri else []))
+
+
 # ---- with the model ----------------------------------------------------------------------
 
 
@@ -119,11 +126,33 @@ async def test_completion_names_what_another_file_defines(served):
     assert item.text_edit.range == types.Range(start=end, end=end)
     assert item.insert_text_format == types.InsertTextFormat.PlainText
     assert item.sort_text < "0" and NAME.startswith(item.filter_text.split("\n")[0])
+    assert SETTINGS in item.data["context"]  # what a client shows as the suggestion's sources
 
     ghost = await inline(client, uri, end)
     assert len(ghost.items) == 1 and NAME in ghost.items[0].insert_text
     assert "\n" not in ghost.items[0].insert_text  # the cursor opens no block: one line
     assert ghost.items[0].range == types.Range(start=end, end=end)
+
+
+@pytest.mark.model
+@in_module_loop
+async def test_the_fragments_a_suggestion_used_are_shown(served):
+    """After the suggestion above: the status and prism.completionContext name settings.py,
+    and the location given opens on the definition the suggestion spelled."""
+    client, uri, _ = served
+    counters = (await status(client))["completion"]
+    assert SETTINGS in counters["context"] and counters["contextUri"] == uri
+
+    shown = await context_of(client, uri)
+    assert shown["uri"] == uri and shown["context"] == counters["context"]
+    fragment = next(f for f in shown["fragments"] if f["label"] == SETTINGS)
+    assert fragment["path"] == "calc/settings.py"
+    assert fragment["uri"].endswith("/calcrepo/calc/settings.py")
+    lines = Path(to_fs_path(fragment["uri"])).read_text().split("\n")
+    first, last = fragment["range"]["start"], fragment["range"]["end"]
+    assert (first["line"], first["character"]) == (0, 0)
+    assert lines[last["line"]][:last["character"]] == f"{NAME} = 250"
+    assert await context_of(client, None) == shown  # no document: the last suggestion served
 
 
 @pytest.mark.model
@@ -202,6 +231,10 @@ async def test_disabled_completion_returns_nothing(tmp_path: Path):
         assert not (await complete(client, uri, end)).items
         assert not (await inline(client, uri, end)).items
         assert not (await status(client))["model"]["loaded"]
+        assert (await status(client))["completion"]["context"] == []
+        assert await context_of(client, uri) == {"uri": None, "context": [], "fragments": []}
+        with pytest.raises(JsonRpcInvalidParams):
+            await context_of(client, 42)  # type: ignore[arg-type]
     finally:
         await stop(client)
 

@@ -129,6 +129,13 @@ class PrismServer(LanguageServer):
         if self.notes is not None and self.bridge is not None:
             self.bridge.call(self.notes.request, state)
 
+    def indexed_line(self, root: Path, path: str, line: int) -> str:
+        """A workspace file's 1-based line as indexed (unsaved edits included); "" if unknown."""
+        state = self.states.get(root)
+        index = state.index if state is not None else None
+        lines = index.lines.get(path, []) if index is not None else []
+        return lines[line - 1] if 0 < line <= len(lines) else ""
+
     def index_busy(self) -> bool:
         return any(state.busy for state in list(self.states.values()))
 
@@ -465,6 +472,14 @@ def status(ls: PrismServer, *arguments: Any) -> dict[str, Any]:
         "settings": ls.settings.to_json(),
         "workspaces": folders,
     }
+
+
+@SERVER.command(commands.COMPLETION_CONTEXT)
+def completion_context(ls: PrismServer, *arguments: Any) -> dict[str, Any]:
+    """The fragments of other files the last suggestion in a document was written from."""
+    uri = commands.context_args(arguments)
+    used = ls.models.context.of(uri) if ls.models is not None else None
+    return commands.context_json(used, ls.workspace.position_codec, ls.indexed_line)
 
 
 @SERVER.command(commands.PAUSE_INDEXING)

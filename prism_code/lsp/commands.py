@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
@@ -11,9 +12,11 @@ from pygls.exceptions import JsonRpcInvalidParams
 from pygls.workspace.position_codec import PositionCodec
 
 from prism_code.config import MAX_FIND_TOP
+from prism_code.lsp.completion_context import UsedContext
 from prism_code.lsp.locations import lines_range, path_uri
 from prism_code.lsp.settings import FIND_STRATEGIES
 from prism_code.lsp.workspace_state import Found
+from prism_code.retrieval.windows import parse_label
 from prism_code.tasks.find_events import Strategy
 from prism_code.tasks.find_strategies import as_strategy, description_text
 
@@ -22,8 +25,12 @@ REINDEX = "prism.reindex"
 STATUS = "prism.status"
 PAUSE_INDEXING = "prism.pauseIndexing"
 RESUME_INDEXING = "prism.resumeIndexing"
+COMPLETION_CONTEXT = "prism.completionContext"
 
 MAX_TOP = MAX_FIND_TOP  # the same bound as `prism-code find --top`
+
+# The text of a workspace file's line as indexed: (root, path, 1-based line) -> text.
+LineText = Callable[[Path, str, int], str]
 
 
 @dataclass(frozen=True)
@@ -89,6 +96,36 @@ def found_json(found: Found, codec: PositionCodec) -> dict[str, Any]:
         "score": f.score,
         "reason": f.reason,
     }
+
+
+def context_args(arguments: Sequence[Any]) -> str | None:
+    """The document of prism.completionContext (`{"uri": str}`), or None: the last served."""
+    if not arguments or list(arguments) == [{}]:
+        return None
+    given = arguments[0]
+    if (len(arguments) != 1 or not isinstance(given, Mapping) or set(given) != {"uri"}
+            or not isinstance(given["uri"], str)):
+        raise JsonRpcInvalidParams(f'{COMPLETION_CONTEXT} takes no argument or one object '
+                                   f'{{"uri": str}}, got {list(arguments)!r}')
+    return given["uri"]
+
+
+def context_json(used: UsedContext | None, codec: PositionCodec,
+                 line_text: LineText) -> dict[str, Any]:
+    """`{"uri", "context": [labels], "fragments": [{"label", "path", "uri", "range"}]}`, best
+    first; a range covers the fragment's whole lines. No suggestion yet: a null uri, no labels."""
+    if used is None:
+        return {"uri": None, "context": [], "fragments": []}
+    fragments = []
+    for label in used.labels:
+        parsed = parse_label(label)
+        if parsed is None:
+            continue
+        path, first, last = parsed
+        fragments.append({
+            "label": label, "path": path, "uri": path_uri(used.root / path),
+            "range": _range_json(lines_range(codec, first, last, line_text(used.root, path, last)))})
+    return {"uri": used.uri, "context": list(used.labels), "fragments": fragments}
 
 
 def _range_json(r: types.Range) -> dict[str, Any]:

@@ -44,6 +44,8 @@ def completion_list(result: CompletionResult | None, before: str, position: type
         # The edit says exactly what is replaced, so no client re-interprets insert_text.
         text_edit=types.TextEdit(range=types.Range(start=start, end=position),
                                  new_text=word + result.completion),
+        # The detail is for people; a client that wants to show the fragments reads them here.
+        data={"context": list(result.context)},
     )
     return types.CompletionList(is_incomplete=True, items=[item])
 

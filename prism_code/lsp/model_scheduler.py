@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from prism_code.llm.cpu_load import CpuMeter
+from prism_code.lsp.completion_context import ContextLog
 from prism_code.lsp.completion_debounce import CompletionDebounce, CompletionRequest, PendingCompletion
 from prism_code.lsp.completion_stats import CompletionStats
 from prism_code.lsp.model_host import ModelHost
@@ -62,6 +63,7 @@ class ModelScheduler:
         self._model = ThreadPoolExecutor(max_workers=1, thread_name_prefix="prism-model")
         self.requests = CompletionDebounce(loop)
         self.stats = CompletionStats()
+        self.context = ContextLog()  # what each document's last suggestion was written from
         self._place: tuple[str, int] | None = None  # (uri, line) of the latest request
         self._last_request = 0.0  # monotonic
         self._opened: CompletionRequest | None = None  # the document waiting for a warm-up
@@ -123,6 +125,7 @@ class ModelScheduler:
     def forget(self, uri: str) -> None:
         """A closed document: stop its work and drop its text."""
         self.requests.forget(uri)
+        self.context.forget(uri)
         if self._opened is not None and self._opened.uri == uri:
             self._opened = None
 
@@ -197,6 +200,7 @@ class ModelScheduler:
             if result is not None:
                 self.stats.observe(result)
                 self.requests.observe(result)
+                self.context.observe(job.request.uri, job.request.workspace.root, result)
             elif job.cancelled():
                 self.stats.cancelled += 1
             self._schedule_checkpoint()
@@ -312,7 +316,7 @@ class ModelScheduler:
 
     def status(self) -> dict[str, Any]:
         return {"model": self.host.status(),
-                "completion": {**self.stats.to_json(),
+                "completion": {**self.stats.to_json(), **self.context.status(),
                                "debounceMs": round(self.requests.debounce.delay * 1000)}}
 
 

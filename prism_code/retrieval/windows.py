@@ -7,6 +7,7 @@ windows also match, which is the structural context the paper reports gains from
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,6 +20,9 @@ from prism_code.retrieval.fragrel import relation_aware_scores
 from prism_code.retrieval.lexical import LexicalIndex
 from prism_code.retrieval.tokenize import code_tokens
 
+# RetrievedWindow.label: greedy, so a colon in the path stays in the path.
+_LABEL = re.compile(r"(.+):([0-9]+)-([0-9]+)", re.DOTALL)
+
 
 @dataclass(frozen=True)
 class RetrievedWindow:
@@ -29,6 +33,18 @@ class RetrievedWindow:
     @property
     def label(self) -> str:
         return f"{self.fragment.path}:{self.fragment.start_line}-{self.fragment.end_line}"
+
+
+def parse_label(label: str) -> tuple[str, int, int] | None:
+    """(path, first line, last line) of a window's label, 1-based; None for any other text.
+
+    Completion results carry labels only; an editor showing the context needs the lines back.
+    A path may hold a colon itself: the lines follow the last one.
+    """
+    found = _LABEL.fullmatch(label)
+    if found is None or not 0 < int(found[2]) <= int(found[3]):
+        return None
+    return found[1], int(found[2]), int(found[3])
 
 
 class WindowRetriever:
