@@ -112,8 +112,8 @@ def context_args(arguments: Sequence[Any]) -> str | None:
 
 def context_json(used: UsedContext | None, codec: PositionCodec,
                  line_text: LineText) -> dict[str, Any]:
-    """`{"uri", "context": [labels], "fragments": [{"label", "path", "uri", "range"}]}`, best
-    first; a range covers the fragment's whole lines. No suggestion yet: a null uri, no labels."""
+    """`{"uri", "context": [labels], "fragments": [{"label", "path", "uri", "range"}]}` in
+    prompt order; a range covers the fragment's whole lines. No suggestion: a null uri."""
     if used is None:
         return {"uri": None, "context": [], "fragments": []}
     fragments = []

@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # the completion library loads llama.cpp: typing only
 class UsedContext:
     uri: str  # the document the suggestion was for
     root: Path  # its workspace, which the labels are relative to
-    labels: tuple[str, ...]  # best first, as they stood in the prompt
+    labels: tuple[str, ...]  # in prompt order (windows kept from the last prompt keep their place)
 
 
 class ContextLog:
