@@ -48,3 +48,25 @@ def test_extension_sends_the_server_keys():
     block = re.search(r"SERVER_KEYS = \[(.*?)\] as const", source, re.S)
     assert block is not None
     assert re.findall(r"'([^']+)'", block.group(1)) == list(KEYS.values())
+
+
+def _extension_sources() -> str:
+    return "\n".join(p.read_text() for p in sorted((REPO / "extension" / "src").glob("*.ts")))
+
+
+def test_every_extension_command_is_in_the_palette():
+    # A command registered but not contributed is missing from the palette; one contributed
+    # but not registered fails when the user picks it.
+    registered = set(re.findall(r"_COMMAND = '(prism-code\.\w+)'", _extension_sources()))
+    contributed = {c["command"] for c in MANIFEST["contributes"]["commands"]}
+    assert "prism-code.showCompletionContext" in registered
+    assert registered == contributed
+
+
+def test_extension_asks_the_server_by_its_command_ids():
+    from prism_code.lsp import commands
+
+    server = {value for name, value in vars(commands).items()
+              if name.isupper() and isinstance(value, str) and value.startswith("prism.")}
+    source = (REPO / "extension" / "src" / "protocol.ts").read_text()
+    assert set(re.findall(r"= '(prism\.\w+)';", source)) == server

@@ -1,4 +1,5 @@
 import * as vscode from 'vscode';
+import { registerShowContext } from './completionContext';
 import { registerFindFunction } from './findFunction';
 import { registerIndexingCommands } from './indexingCommands';
 import { onDidChangePythonEnvironment } from './interpreter';
@@ -20,6 +21,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     running,
     statusBar,
     registerFindFunction(running),
+    registerShowContext(running),
     ...registerIndexingCommands(running, statusBar, log),
     vscode.commands.registerCommand(RESTART_COMMAND, () => running.restart()),
     vscode.workspace.onDidChangeConfiguration((event) => {

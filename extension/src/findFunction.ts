@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import { FIND_FUNCTION, FindArguments, FoundFunction } from './protocol';
+import { FIND_FUNCTION, FindArguments, FoundFunction, Range } from './protocol';
 import { PrismServer, errorMessage } from './server';
 
 export const FIND_FUNCTION_COMMAND = 'prism-code.findFunction';
@@ -81,9 +81,10 @@ function toItem(found: FoundFunction): FoundItem {
   };
 }
 
-async function reveal(found: FoundFunction): Promise<void> {
-  const { start, end } = found.range;
+/** Opens a server location with its range selected (a found function, a context fragment). */
+export async function reveal(location: { uri: string; range: Range }): Promise<void> {
+  const { start, end } = location.range;
   const range = new vscode.Range(start.line, start.character, end.line, end.character);
-  const editor = await vscode.window.showTextDocument(vscode.Uri.parse(found.uri), { selection: range });
+  const editor = await vscode.window.showTextDocument(vscode.Uri.parse(location.uri), { selection: range });
   editor.revealRange(range, vscode.TextEditorRevealType.InCenterIfOutsideViewport);
 }

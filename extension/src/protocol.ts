@@ -6,6 +6,7 @@ export const REINDEX = 'prism.reindex';
 export const STATUS = 'prism.status';
 export const PAUSE_INDEXING = 'prism.pauseIndexing';
 export const RESUME_INDEXING = 'prism.resumeIndexing';
+export const COMPLETION_CONTEXT = 'prism.completionContext';
 
 // Work-done progress tokens the server creates for indexing (prism_code/lsp/bridge.py).
 export const INDEX_PROGRESS_PREFIX = 'prism-index/';
@@ -78,4 +79,19 @@ export interface ServerStatus {
 
 export interface ReindexResult {
   scheduled: string[];
+}
+
+// A window of another file a suggestion was written from: label is `path:first-last`.
+export interface ContextFragment {
+  label: string;
+  path: string;
+  uri: string;
+  range: Range;
+}
+
+// prism.completionContext: a document's last suggestion (uri null when there was none).
+export interface CompletionContext {
+  uri: string | null;
+  context: string[];
+  fragments: ContextFragment[];
 }
