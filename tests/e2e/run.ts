@@ -3,8 +3,8 @@
 //
 // Steps: install the .vsix, open a copy of the fixtures, wait for indexing in the status
 // bar, a hover note, Find Function by Description through the command palette and the
-// QuickPick, inline completion ghost text when the server offers it, then pause, resume,
-// status, a settings change and a restart.
+// QuickPick, inline completion ghost text when the server offers it and the fragments that
+// suggestion used (opening one), then pause, resume, status, a settings change and a restart.
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
@@ -58,6 +58,8 @@ const HOVER_WORD = 'build';
 const HOVER_EXPECTED = /def build\(item: str, count: int = 1\) -> Inventory[\s\S]*callers/;
 const COMPLETION_FILE = 'calc/net.py';
 const COMPLETION_LINE = 'grace = settings.';
+const CONTEXT_FILE = 'calc/settings.py'; // defines what the suggestion spells
+const CONTEXT_LAST_LINE = 3; // its one window, lines 1-3
 
 // Indexing the fixtures takes seconds; the first start also loads the embedding model.
 // Indexing the fixture takes seconds; the function count waits for the model's notes of all
@@ -216,6 +218,26 @@ async function inlineCompletion(wb: Workbench, cfg: Config, steps: Steps, folder
   console.log(`e2e:   ghost text: ${JSON.stringify(ghost)}`);
   check(ghost.length > 0, 'the ghost text is empty');
   await wb.screenshot(path.join(cfg.artifacts, '05-inline-completion.png'));
+  await suggestionContext(wb, cfg, steps);
+}
+
+async function suggestionContext(wb: Workbench, cfg: Config, steps: Steps): Promise<void> {
+  const rows = await steps.run('context of the last suggestion: QuickPick', async () => {
+    await wb.runCommand('PRISM: Show Context of Last Suggestion');
+    await wb.page.locator('.quick-input-widget', { hasText: `last suggestion in ${COMPLETION_FILE}` })
+      .waitFor({ timeout: UI_TIMEOUT_MS });
+    return wb.quickPickRows(UI_TIMEOUT_MS);
+  });
+  console.log(`e2e:   context: ${rows.join(' | ')}`);
+  check(rows.some((row) => row.includes(CONTEXT_FILE)), `expected ${CONTEXT_FILE} among the fragments`);
+  await wb.screenshot(path.join(cfg.artifacts, '05b-suggestion-context.png'));
+  await steps.run('context of the last suggestion: pick opens the fragment', async () => {
+    await wb.page.keyboard.type(CONTEXT_FILE);
+    await wb.page.keyboard.press('Enter');
+    const name = CONTEXT_FILE.split('/').pop() ?? CONTEXT_FILE;
+    await wb.activeTab(name).waitFor({ timeout: UI_TIMEOUT_MS });
+    await wb.waitForStatus(new RegExp(`Ln ${CONTEXT_LAST_LINE}, Col \\d+ \\(\\d+ selected\\)`), UI_TIMEOUT_MS);
+  });
 }
 
 const FUNCTIONS = /PRISM: (\d+) functions/;
