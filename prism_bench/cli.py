@@ -61,6 +61,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--modes", nargs="*", help="subset of the modes (default: all)")
     p.add_argument("--threads", type=threads, default=2)
     p.add_argument("--write", type=non_empty_path, metavar="MARKDOWN", help="update this results file")
+    p = sub.add_parser("completion", help="completion against a plain FIM floor: 240 tasks, intervals, cursors")
+    p.add_argument("--model", default="qwen2.5-coder-0.5b")
+    p.add_argument("--split", choices=("tune", "test", "all"), default="tune")
+    p.add_argument("--modes", nargs="*", help="modes to run (default: floor, product off and on)")
+    p.add_argument("--limit", type=bounded_int(1), help="only this many tasks, spread over the split")
+    p.add_argument("--threads", type=threads, default=2)
+    p.add_argument("--write", type=non_empty_path, metavar="MARKDOWN", help="update this results file")
     p = sub.add_parser("notes", help="function notes written by the local model per minute")
     p.add_argument("path", type=non_empty_path, nargs="?",
                    help="repository (default: marshmallow 3.21.1 from PyPI, the RepoQA haystack)")
@@ -135,6 +142,16 @@ def run(args: argparse.Namespace) -> int:
         if args.write:
             png = repoeval.chart(evaluation, args.write.parent / "images" / f"repoeval-{args.model}.png")
             body += f"\n\n![RepoEval {args.model}](images/{png.name})"
+    elif args.bench == "completion":
+        from prism_bench import completion_gain, completion_modes
+
+        modes = args.modes or list(completion_modes.DEFAULT_MODES)
+        unknown = set(modes) - set(completion_modes.MODES)
+        if unknown:
+            raise ValueError(f"unknown modes {sorted(unknown)}; choose from {list(completion_modes.MODES)}")
+        gain = completion_gain.run(args.model, modes, args.split, args.threads, args.limit)
+        body = completion_gain.markdown(gain, command)
+        section = f"completion-{args.split}-{args.model}"
     elif args.bench == "notes":
         from prism_bench import notes_speed, repoqa_data
 

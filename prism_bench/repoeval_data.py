@@ -45,6 +45,10 @@ from prism_code.workspace import VENDORED_DIRS
 TaskKind = Literal["line", "api"]  # a whole line, or a line whose answer calls a project API
 LINE: Final = "line"
 API: Final = "api"
+# Where the cursor sits on the blanked line: in its indentation (nothing typed yet),
+# mid-line after typed text, or right after a `.` (an attribute or method to name).
+CursorKind = Literal["indent", "mid", "dot"]
+CURSOR_KINDS: Final[tuple[CursorKind, ...]] = ("indent", "mid", "dot")
 
 # Bump when a selection rule changes, so cached task files built by older rules are not reused.
 RULES_VERSION = 3
@@ -150,6 +154,18 @@ class CompletionTask:
     ground_truth: str  # the line exactly as in the file, without its line ending
     indent: str  # the ground truth's leading whitespace, for completers that are given it
     api: str | None = None  # api tasks: "path#qualname" of the called in-repo definition
+    cursor: int | None = None  # column (0-based) where the cursor sits; None: after the indentation
+    cursor_kind: CursorKind = "indent"
+
+    @property
+    def typed(self) -> str:
+        """The line's text before the cursor: what the user has typed."""
+        return self.ground_truth[: len(self.indent) if self.cursor is None else self.cursor]
+
+    @property
+    def split(self) -> str:
+        """"tune" or "test": tasks alternate within each project and kind."""
+        return "tune" if int(self.task_id.rsplit("/", 1)[1]) % 2 == 0 else "test"
 
     def context(self, root: Path) -> tuple[str, str]:
         """(text before the blanked line, text after it), both with their line endings."""
@@ -344,6 +360,26 @@ def _api_candidates(sf: _SourceFile, graph: CodeGraph) -> list[_Candidate]:
     return [found[line] for line in sorted(found)]
 
 
+_ATTRIBUTE_DOT = re.compile(r"(?<=[\w)\]])\.(?=[^\W\d])")
+
+
+def place_cursor(line: str, rng: random.Random, kinds: tuple[CursorKind, ...]) -> tuple[int, CursorKind]:
+    """A cursor column on `line` of one of `kinds`, chosen with `rng` among those the line allows.
+
+    "mid" leaves at least one character typed and one to complete, and never sits right
+    after a `.` (that is "dot"); "dot" sits right after an attribute access's dot.
+    """
+    start = len(line) - len(line.lstrip())
+    end = len(line.rstrip())
+    dots = [m.end() for m in _ATTRIBUTE_DOT.finditer(line, start)]
+    mids = [c for c in range(start + 1, end) if line[c - 1] != "." and not line[c - 1].isspace()]
+    allowed = [k for k in kinds if k == "indent" or (k == "dot" and dots) or (k == "mid" and mids)]
+    kind = rng.choice(allowed)
+    if kind == "indent":
+        return start, kind
+    return rng.choice(dots if kind == "dot" else mids), kind
+
+
 def _sample(candidates: list[_Candidate], n: int, rng: random.Random, max_per_file: int) -> list[_Candidate]:
     """Uniform over candidate lines, as RepoCoder, with a per-file cap and no repeated line text."""
     pool = sorted(candidates, key=lambda c: (c.path, c.line))
@@ -372,9 +408,11 @@ def build_tasks(
     project: str | None = None,
     version: str = "",
     max_per_file: int = DEFAULT_MAX_PER_FILE,
+    cursor_kinds: tuple[CursorKind, ...] = ("indent",),
 ) -> list[CompletionTask]:
     """Up to ``n_line`` line-level and ``n_api`` API-level tasks from the ``.py`` files under the root.
 
+    Each task's cursor is placed (seeded) at one of ``cursor_kinds`` its line allows.
     Fewer come back when the repository has fewer eligible lines than asked for under the
     per-file cap. The same root, counts and seed always give the same tasks.
     """
@@ -389,11 +427,17 @@ def build_tasks(
     for kind, pool, n in pools:
         # A string seed hashes the same way on every run and platform (random.seed, version 2).
         rng = random.Random(f"{seed}/{project}/{kind}")
+        cursors = random.Random(f"{seed}/{project}/{kind}/cursor")
         for index, cand in enumerate(_sample(pool, n, rng, max_per_file)):
             indent = cand.text[: len(cand.text) - len(cand.text.lstrip())]
+            cursor: int | None = None
+            cursor_kind: CursorKind = "indent"
+            if cursor_kinds != ("indent",):
+                cursor, cursor_kind = place_cursor(cand.text, cursors, cursor_kinds)
             tasks.append(CompletionTask(
                 task_id=f"{project}/{kind}/{index}", project=project, version=version, path=cand.path,
                 line=cand.line, kind=kind, ground_truth=cand.text, indent=indent, api=cand.api,
+                cursor=cursor, cursor_kind=cursor_kind,
             ))
     return tasks
 
@@ -413,13 +457,16 @@ def load_tasks(path: Path) -> list[CompletionTask]:
 
 
 def benchmark_key(per_project_line: int, per_project_api: int, seed: int,
-                  projects: Iterable[ProjectSpec] = PROJECTS) -> str:
-    data = {
+                  projects: Iterable[ProjectSpec] = PROJECTS,
+                  cursor_kinds: tuple[CursorKind, ...] = ("indent",)) -> str:
+    data: dict[str, object] = {
         "rules": RULES_VERSION,
         "projects": [(p.package, p.version, p.artifact) for p in projects],
         "line": per_project_line, "api": per_project_api, "seed": seed,
         "max_per_file": DEFAULT_MAX_PER_FILE,
     }
+    if cursor_kinds != ("indent",):  # keys of task files built before cursors moved stay valid
+        data["cursors"] = list(cursor_kinds)
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:12]
 
 
@@ -429,18 +476,20 @@ def build_benchmark(
     per_project_api: int = 20,
     seed: int = 0,
     projects: Iterable[ProjectSpec] = PROJECTS,
+    cursor_kinds: tuple[CursorKind, ...] = ("indent",),
 ) -> Path:
     """Materialise every project and write their tasks to one JSONL file; reused when present."""
     cache_dir = default_cache_dir() if cache_dir is None else cache_dir
     projects = tuple(projects)
-    out = cache_dir / f"tasks-{benchmark_key(per_project_line, per_project_api, seed, projects)}.jsonl"
+    key = benchmark_key(per_project_line, per_project_api, seed, projects, cursor_kinds)
+    out = cache_dir / f"tasks-{key}.jsonl"
     if out.is_file():
         return out
     tasks: list[CompletionTask] = []
     for spec in projects:
         root = materialise_project(spec, cache_dir)
         tasks += build_tasks(root, per_project_line, per_project_api, seed,
-                             project=spec.package, version=spec.version)
+                             project=spec.package, version=spec.version, cursor_kinds=cursor_kinds)
     save_tasks(tasks, out)
     return out
 

@@ -273,3 +273,37 @@ def test_materialise_smallest_project_from_pypi(tmp_path: Path):
         assert (root / t.path).read_text().split("\n")[t.line - 1] == t.ground_truth
         if t.kind == API:
             assert t.api is not None and not t.api.startswith(t.path + "#")
+
+
+def test_cursors_sit_where_their_kind_says_and_are_seeded(repo: Path):
+    tasks = all_tasks(repo, cursor_kinds=rd.CURSOR_KINDS)
+    assert tasks == all_tasks(repo, cursor_kinds=rd.CURSOR_KINDS)
+    assert {t.cursor_kind for t in tasks} == set(rd.CURSOR_KINDS)
+    for t in tasks:
+        rest = t.ground_truth[len(t.typed):]
+        assert t.ground_truth.startswith(t.typed) and rest.strip(), t
+        if t.cursor_kind == "indent":
+            assert t.typed == t.indent
+        elif t.cursor_kind == "dot":
+            assert t.typed.endswith(".") and (rest[0].isalpha() or rest[0] == "_")
+        else:
+            assert t.typed.strip() and not t.typed.endswith((".", " ")), t
+    # the benchmark that never moved its cursors keeps them after the indentation
+    assert all(t.cursor is None and t.typed == t.indent for t in all_tasks(repo))
+
+
+def test_a_line_without_an_attribute_dot_never_gets_a_dot_cursor():
+    import random
+
+    rng = random.Random(0)
+    kinds = {rd.place_cursor("    total = 1.5 + count", rng, rd.CURSOR_KINDS)[1] for _ in range(50)}
+    assert kinds == {"indent", "mid"}
+    column, kind = rd.place_cursor("    x = self.scale(v)", random.Random(1), ("dot",))
+    assert (column, kind) == (len("    x = self."), "dot")
+
+
+def test_tasks_alternate_between_the_tuning_and_the_test_half(repo: Path):
+    tasks = all_tasks(repo, cursor_kinds=rd.CURSOR_KINDS)
+    for kind in (LINE, API):
+        splits = [t.split for t in tasks if t.kind == kind]
+        assert splits[:4] == ["tune", "test", "tune", "test"][:len(splits[:4])]

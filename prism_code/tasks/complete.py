@@ -28,6 +28,7 @@ from prism_code.retrieval.windows import RetrievedWindow, WindowRetriever
 from prism_code.tasks.fim import (
     STOP_MARKERS,
     FimBudget,
+    FimLayout,
     FimPrompt,
     build_prompt,
     finish_completion,
@@ -53,6 +54,9 @@ class CompletionSettings:
     line_tokens: int = 48
     block_tokens: int = 160
     budget: FimBudget = field(default_factory=FimBudget)
+    layout: FimLayout = field(default_factory=FimLayout)
+    # Cut the end of a line that re-types the text after the cursor (fim.finish_completion).
+    trim_repeated_suffix: bool = True
     # Saving a state file costs ~25 ms per 1,000 tokens; below this a cold prefill is as cheap.
     min_state_tokens: int = 256
     # Typing what the last suggestion begins with is answered from it, without the model
@@ -115,7 +119,8 @@ class Completer:
 
     def _prompt(self, path: str, prefix: str, suffix: str, windows: list[RetrievedWindow]) -> FimPrompt:
         prompt = build_prompt(self.session, self.index.root.name, path, prefix, suffix,
-                              [(w.label, w.text) for w in windows], self.settings.budget)
+                              [(w.label, w.text) for w in windows], self.settings.budget,
+                              self.settings.layout)
         self._last_prompt = prompt
         return prompt
 
@@ -207,7 +212,8 @@ class Completer:
             prompt = self._prompt(path, shape.prefix, shape.suffix, windows)
             text, stats = self._generate(prompt, shape.max_tokens, shape.stop, cancelled)
         return CompletionResult(
-            completion=finish_completion(text, shape.suffix, shape.max_lines, prompt.held_indent),
+            completion=finish_completion(text, shape.suffix, shape.max_lines, prompt.held_indent,
+                                         self.settings.trim_repeated_suffix),
             latency_ms=round((time.perf_counter() - started) * 1000, 1),
             context=prompt.context, prompt_tokens=len(prompt.tokens), reused=stats.reused,
             encoded=stats.encoded, decoded=stats.decoded, restored=restored)
@@ -219,7 +225,8 @@ class Completer:
         if known is None:
             return None
         return CompletionResult(
-            completion=finish_completion(known, shape.suffix, shape.max_lines, prompt.held_indent),
+            completion=finish_completion(known, shape.suffix, shape.max_lines, prompt.held_indent,
+                                         self.settings.trim_repeated_suffix),
             latency_ms=round((time.perf_counter() - started) * 1000, 1), context=prompt.context,
             prompt_tokens=len(prompt.tokens), typed_through=True)
 

@@ -48,6 +48,30 @@ class FimBudget:
     # next `def` header and the model wrote that function's body instead of the hole
     # (RepoEval-style tasks, docs/benchmarks.md). 256 costs ~1 s more per keystroke cold.
     suffix_tokens: int = 256
+    # Line caps on top of the token budgets (None: the budget alone decides).
+    prefix_lines: int | None = None
+    suffix_lines: int | None = None
+    # Start the lines above on a multiple of HEAD_STEP_LINES (KV reuse when moving down).
+    align_head: bool = True
+
+
+@dataclass(frozen=True)
+class FimLayout:
+    """What surrounds the file's own text in the prompt.
+
+    The product's layout names the repository and the file (Qwen2.5-Coder's repository-level
+    format) and starts the hole at the line start; the plain layout is the textbook
+    `<|fim_prefix|>prefix<|fim_suffix|>suffix<|fim_middle|>` with the hole at the cursor.
+    """
+
+    repo_markers: bool = True  # <|repo_name|> and <|file_sep|>path before the file
+    # True: the cursor line's typed text opens the middle (what a keystroke appends to);
+    # False: it ends the prefix, and the hole starts at the cursor.
+    typed_in_middle: bool = True
+    heal: bool = True  # token healing of the last typed token (typed_in_middle only)
+
+
+PLAIN_LAYOUT = FimLayout(repo_markers=False, typed_in_middle=False, heal=False)
 
 
 @dataclass(frozen=True)
@@ -102,26 +126,34 @@ def wants_block(prefix: str) -> bool:
 HEAD_STEP_LINES = 16
 
 
-def _tail_lines(tokenize: Callable[[str], list[int]], text: str, budget: int) -> list[int]:
+def _tail_lines(tokenize: Callable[[str], list[int]], text: str, budget: int,
+                max_lines: int | None = None, align: bool = True) -> list[int]:
     """Tokens of the last whole lines of `text` that fit (the line at the cursor always),
-    starting at a line number that is a multiple of HEAD_STEP_LINES when some are left out."""
+    starting at a line number that is a multiple of HEAD_STEP_LINES when some are left out
+    and `align` is set. `max_lines` counts the lines before the last (the cursor's) one."""
     lines = text.split("\n")
     first = len(lines) - 1
+    lowest = 0 if max_lines is None else max(0, first - max_lines)
     used = len(tokenize(lines[first] + "\n"))
-    while first > 0:
+    while first > lowest:
         cost = len(tokenize(lines[first - 1] + "\n"))
         if used + cost > budget:
             break
         first -= 1
         used += cost
     anchored = -(-first // HEAD_STEP_LINES) * HEAD_STEP_LINES
-    if 0 < first and len(lines) - anchored >= (len(lines) - first) // 2:  # long lines: no anchor
+    if align and 0 < first and len(lines) - anchored >= (len(lines) - first) // 2:  # long lines: no anchor
         first = anchored
     return tokenize("\n".join(lines[first:]))
 
 
-def _head_lines(tokenize: Callable[[str], list[int]], text: str, budget: int) -> list[int]:
+def _head_lines(tokenize: Callable[[str], list[int]], text: str, budget: int,
+                max_lines: int | None = None) -> list[int]:
+    """Tokens of the first whole lines of `text` that fit; `max_lines` counts the lines after
+    the first (the rest of the cursor's line)."""
     lines = text.split("\n")
+    if max_lines is not None:
+        lines = lines[:max_lines + 1]
     kept: list[str] = []
     used = 0
     for line in lines:
@@ -134,10 +166,12 @@ def _head_lines(tokenize: Callable[[str], list[int]], text: str, budget: int) ->
 
 
 def build_prompt(tok: Tokenizer, repo_name: str, path: str, prefix: str, suffix: str,
-                 context: Sequence[tuple[str, str]], budget: FimBudget) -> FimPrompt:
+                 context: Sequence[tuple[str, str]], budget: FimBudget,
+                 layout: FimLayout = FimLayout()) -> FimPrompt:
     """`context` holds (label, text) of retrieved windows, best first."""
     file_sep = tok.special_token("<|file_sep|>")
-    stable = [tok.special_token("<|repo_name|>"), *tok.tokenize_text(repo_name + "\n")]
+    markers = layout.repo_markers or bool(context)  # retrieved files need their separators
+    stable = [tok.special_token("<|repo_name|>"), *tok.tokenize_text(repo_name + "\n")] if markers else []
     chosen: list[tuple[str, list[int]]] = []
     used = 0
     for label, text in context:
@@ -151,23 +185,39 @@ def build_prompt(tok: Tokenizer, repo_name: str, path: str, prefix: str, suffix:
     chosen.sort(key=lambda item: item[0])
     for _, body in chosen:
         stable += body
-    stable += [file_sep, *tok.tokenize_text(path + "\n")]
+    if markers:
+        stable += [file_sep, *tok.tokenize_text(path + "\n")]
+    if not layout.typed_in_middle:
+        return _prompt_with_hole_at_cursor(tok, stable, chosen, prefix, suffix, budget)
     # The cursor's line is tokenized on its own so that typing in it never changes the
     # tokens of the lines above, which stay in the KV cache.
     earlier, newline, current = prefix.rpartition("\n")
-    head = _tail_lines(tok.tokenize_text, earlier + "\n", budget.prefix_tokens) if newline else []
+    head = _tail_lines(tok.tokenize_text, earlier + "\n", budget.prefix_tokens,
+                       budget.prefix_lines, budget.align_head) if newline else []
     tokens = [*stable, tok.special_token("<|fim_prefix|>"), *head,
               tok.special_token("<|fim_suffix|>"),
-              *_head_lines(tok.tokenize_text, suffix, budget.suffix_tokens),
+              *_head_lines(tok.tokenize_text, suffix, budget.suffix_tokens, budget.suffix_lines),
               tok.special_token("<|fim_middle|>")]
     line_start = len(tokens)
     held = None if current.strip() else current
     heal = ""
     if held is None:
-        typed, heal = _heal(tok, current)
+        typed, heal = _heal(tok, current) if layout.heal else (tok.tokenize_text(current), "")
         tokens += typed
     return FimPrompt(stable=stable, tokens=tokens, context=[label for label, _ in chosen],
                      line_start=line_start, held_indent=held, heal=heal)
+
+
+def _prompt_with_hole_at_cursor(tok: Tokenizer, stable: list[int], chosen: list[tuple[str, list[int]]],
+                                prefix: str, suffix: str, budget: FimBudget) -> FimPrompt:
+    """The textbook layout: the prefix runs up to the cursor, the middle starts empty."""
+    head = _tail_lines(tok.tokenize_text, prefix, budget.prefix_tokens, budget.prefix_lines, budget.align_head)
+    tokens = [*stable, tok.special_token("<|fim_prefix|>"), *head,
+              tok.special_token("<|fim_suffix|>"),
+              *_head_lines(tok.tokenize_text, suffix, budget.suffix_tokens, budget.suffix_lines),
+              tok.special_token("<|fim_middle|>")]
+    return FimPrompt(stable=stable, tokens=tokens, context=[label for label, _ in chosen],
+                     line_start=len(tokens))
 
 
 def _heal(tok: Tokenizer, typed: str) -> tuple[list[int], str]:
@@ -216,7 +266,8 @@ def _drop_held_indent(text: str, held: str) -> str:
     return "\n".join(lines)
 
 
-def finish_completion(text: str, suffix: str, max_lines: int, held_indent: str | None = None) -> str:
+def finish_completion(text: str, suffix: str, max_lines: int, held_indent: str | None = None,
+                      trim_repeated_suffix: bool = True) -> str:
     """Cut the model's middle to what the editor should insert.
 
     `held_indent` is the indentation before the cursor that the prompt left out for the
@@ -227,7 +278,7 @@ def finish_completion(text: str, suffix: str, max_lines: int, held_indent: str |
     if max_lines <= 1:
         out = text.split("\n", 1)[0].rstrip()
         rest_of_line = suffix.split("\n", 1)[0].strip()
-        if rest_of_line:
+        if rest_of_line and trim_repeated_suffix:
             out = out[:len(out) - _repeated_tail(out, rest_of_line)]
         return out
     return "\n".join(text.split("\n")[:max_lines]).rstrip()

@@ -1,0 +1,192 @@
+"""Completion against a plain fill-in-the-middle floor, on the large RepoEval-style set.
+
+240 tasks (6 projects x 20 line-level + 20 API-level), each with its cursor at the line's
+indentation, mid-line after typed text, or after a `.`. Tasks alternate between a tuning
+half, where prompt changes are chosen, and a test half, where they are reported. Every
+mode's per-task outcome is kept in a results file, so adding a mode or the other half
+never recomputes what is known; the report gives each mode's EM and ES with 95% bootstrap
+intervals and its paired gain over the floor.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import statistics
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from prism_bench.bootstrap import interval, paired_difference
+from prism_bench.completion_modes import FLOOR, MODES, mode_key
+from prism_bench.machine_speed import MachineSpeed, measure
+from prism_bench.repoeval_data import (
+    CURSOR_KINDS,
+    PROJECTS,
+    CompletionTask,
+    build_benchmark,
+    default_cache_dir,
+    edit_similarity,
+    exact_match,
+    load_tasks,
+    project_root,
+)
+from prism_code.index import RepoIndex
+from prism_code.llm import LlamaSession
+from prism_code.progress import StageBars
+from prism_code.tasks.complete import Completer
+
+PER_PROJECT = 20  # line-level and API-level tasks per project, each
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One mode's answer to one task."""
+
+    task_id: str
+    completion: str
+    em: bool
+    es: float
+    prompt_tokens: int
+    latency_ms: float
+
+
+@dataclass
+class GainResult:
+    model: str
+    split: str
+    tasks: list[CompletionTask]
+    outcomes: dict[str, dict[str, Outcome]] = field(default_factory=dict)  # mode -> task id -> outcome
+    speed: MachineSpeed | None = None
+
+
+def blanked(task: CompletionTask, root: Path) -> tuple[str, int, int]:
+    """The file with the task's line cut at its cursor, and that (line, column), 1-based."""
+    before, after = task.context(root)
+    return before + task.typed + "\n" + after, task.line, len(task.typed) + 1
+
+
+def score(task: CompletionTask, completion: str) -> tuple[bool, float]:
+    """EM and ES of the line as completed (typed text + completion) against the real line."""
+    line = task.typed + completion
+    return exact_match(line, task.ground_truth), edit_similarity(line, task.ground_truth)
+
+
+def _results_file(cache: Path, model: str, task_file: Path, mode: str) -> Path:
+    key = hashlib.sha256(f"{model}\n{task_file.name}\n{mode_key(MODES[mode])}".encode()).hexdigest()[:16]
+    return cache / "completion-results" / f"{key}.jsonl"
+
+
+def _load_outcomes(path: Path) -> dict[str, Outcome]:
+    if not path.is_file():
+        return {}
+    known = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            outcome = Outcome(**json.loads(line))
+        except (ValueError, TypeError):
+            continue  # a line cut by an interrupted run
+        known[outcome.task_id] = outcome
+    return known
+
+
+def run(model: str, modes: Sequence[str], split: str = "tune", threads: int = 2,
+        limit: int | None = None) -> GainResult:
+    """Complete every task of `split` ("tune", "test" or "all") in each mode not already known."""
+    cache = default_cache_dir()
+    task_file = build_benchmark(cache, PER_PROJECT, PER_PROJECT, cursor_kinds=CURSOR_KINDS)
+    tasks = [t for t in load_tasks(task_file) if split == "all" or t.split == split]
+    if limit is not None:
+        tasks = _spread(tasks, limit)
+    result = GainResult(model, split, tasks)
+    files = {mode: _results_file(cache, model, task_file, mode) for mode in modes}
+    result.outcomes = {mode: _load_outcomes(files[mode]) for mode in modes}
+    pending = [(t, m) for t in tasks for m in modes if t.task_id not in result.outcomes[m]]
+    if not pending:
+        return result
+    session = LlamaSession.open(model, n_threads=threads)
+    result.speed = measure(session)
+    bars = StageBars()
+    done = 0
+    try:
+        for spec in PROJECTS:
+            todo = [(t, m) for t, m in pending if t.project == spec.package]
+            if not todo:
+                continue
+            root = project_root(spec, cache)
+            index = RepoIndex(root, cache_dir=cache / "indexes")
+            index.update()
+            completers = {m: Completer(index, session, MODES[m]) for m in modes}
+            for task, mode in todo:
+                outcome = _complete(completers[mode], task, root)
+                result.outcomes[mode][task.task_id] = outcome
+                files[mode].parent.mkdir(parents=True, exist_ok=True)
+                with open(files[mode], "a", encoding="utf-8") as out:
+                    out.write(json.dumps(asdict(outcome), ensure_ascii=False) + "\n")
+                done += 1
+                bars("completions", done, len(pending))
+            index.close()
+    finally:
+        bars.close()
+        session.close()
+    return result
+
+
+def _spread(tasks: list[CompletionTask], limit: int) -> list[CompletionTask]:
+    """`limit` tasks taken evenly across the list (so across projects and kinds)."""
+    if limit >= len(tasks):
+        return tasks
+    return [tasks[i * len(tasks) // limit] for i in range(limit)]
+
+
+def _complete(completer: Completer, task: CompletionTask, root: Path) -> Outcome:
+    text, line, col = blanked(task, root)
+    answer = completer.complete(task.path, text, line, col)
+    em, es = score(task, answer.completion)
+    return Outcome(task.task_id, answer.completion, em, es, answer.prompt_tokens, answer.latency_ms)
+
+
+# ---- report -------------------------------------------------------------------------------
+
+
+def _column(result: GainResult, mode: str, metric: str, tasks: Sequence[CompletionTask]) -> list[float]:
+    known = result.outcomes[mode]
+    return [float(getattr(known[t.task_id], metric)) for t in tasks]
+
+
+def _share(result: GainResult, mode: str, tasks: Sequence[CompletionTask]) -> str:
+    return f"{statistics.mean(_column(result, mode, 'em', tasks)):.3f}" if tasks else "-"
+
+
+def markdown(result: GainResult, command: str) -> str:
+    from prism_bench.report import table
+
+    tasks = result.tasks
+    modes = list(result.outcomes)
+    by_cursor = {k: [t for t in tasks if t.cursor_kind == k] for k in CURSOR_KINDS}
+    by_kind = {k: [t for t in tasks if t.kind == k] for k in ("line", "api")}
+    floor_em = _column(result, FLOOR, "em", tasks) if FLOOR in modes else None
+    floor_es = _column(result, FLOOR, "es", tasks) if FLOOR in modes else None
+    rows = []
+    for mode in modes:
+        em, es = _column(result, mode, "em", tasks), _column(result, mode, "es", tasks)
+        gain_em = paired_difference(em, floor_em).signed() if floor_em and mode != FLOOR else "-"
+        gain_es = paired_difference(es, floor_es).signed() if floor_es and mode != FLOOR else "-"
+        tokens = statistics.median(_column(result, mode, "prompt_tokens", tasks))
+        rows.append([mode, str(interval(em)), gain_em, str(interval(es)), gain_es,
+                     *(_share(result, mode, by_cursor[k]) for k in CURSOR_KINDS),
+                     *(_share(result, mode, by_kind[k]) for k in ("line", "api")), f"{tokens:.0f}"])
+    counts = ", ".join(f"{len(v)} {k}" for k, v in by_cursor.items())
+    header = ["mode", "EM [95% CI]", "EM gain over floor", "ES [95% CI]", "ES gain over floor",
+              *(f"EM {k}" for k in CURSOR_KINDS), "EM line", "EM api", "prompt tokens p50"]
+    return "\n".join([
+        f"Command: `{command}`",
+        "",
+        f"Model {result.model}; {len(tasks)} tasks ({result.split} half of the 240-task set: "
+        f"6 RepoEval projects x 20 line-level + 20 API-level; cursors: {counts}); one line, greedy. "
+        "EM and ES compare the completed line with the real one; intervals are 95% bootstrap "
+        "over tasks, gains are paired by task.",
+        "",
+        table(header, rows),
+        *(["", result.speed.sentence()] if result.speed else []),
+    ])

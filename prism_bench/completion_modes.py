@@ -1,0 +1,47 @@
+"""The prompts the large completion benchmark compares: a plain fill-in-the-middle floor,
+the product's prompt, and the product's prompt with one design choice changed at a time.
+
+Every mode runs through the same `Completer` from the same cursor split, so a difference
+between two modes is the prompt (or the post-processing), nothing else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from prism_code.tasks.complete import CompletionSettings
+from prism_code.tasks.fim import PLAIN_LAYOUT, FimBudget, FimLayout
+
+# The floor: the 80 lines above (at most 1,500 tokens) up to the cursor, the 24 lines below
+# (at most 400 tokens), no retrieval, no repository markers; the model's first line as is.
+FLOOR = "plain FIM floor"
+FLOOR_SETTINGS = CompletionSettings(
+    retrieval=False, max_lines=1, layout=PLAIN_LAYOUT, trim_repeated_suffix=False,
+    budget=FimBudget(prefix_tokens=1500, prefix_lines=80, suffix_tokens=400, suffix_lines=24, align_head=False),
+)
+
+PRODUCT_OFF = "product, retrieval off"
+PRODUCT_ON = "product, retrieval on"
+_PRODUCT = CompletionSettings(max_lines=1)
+_OFF = replace(_PRODUCT, retrieval=False)
+
+MODES: dict[str, CompletionSettings] = {
+    FLOOR: FLOOR_SETTINGS,
+    PRODUCT_OFF: _OFF,
+    PRODUCT_ON: _PRODUCT,
+    # One change at a time against the product with retrieval off (issue #17's candidates):
+    "off: prefix 1,500 tokens": replace(_OFF, budget=replace(_OFF.budget, prefix_tokens=1500)),
+    "off: prefix unaligned": replace(_OFF, budget=replace(_OFF.budget, align_head=False)),
+    "off: suffix 400 tokens / 24 lines": replace(
+        _OFF, budget=replace(_OFF.budget, suffix_tokens=400, suffix_lines=24)),
+    "off: hole at the cursor": replace(_OFF, layout=FimLayout(typed_in_middle=False, heal=False)),
+    "off: no token healing": replace(_OFF, layout=FimLayout(heal=False)),
+    "off: no repository markers": replace(_OFF, layout=FimLayout(repo_markers=False)),
+    "off: no suffix-repeat trim": replace(_OFF, trim_repeated_suffix=False),
+}
+DEFAULT_MODES = (FLOOR, PRODUCT_OFF, PRODUCT_ON)
+
+
+def mode_key(settings: CompletionSettings) -> str:
+    """What identifies a mode's results in the cache: its settings, not its display name."""
+    return repr(settings)
