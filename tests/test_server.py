@@ -143,6 +143,16 @@ async def test_status_reports_counts(client: LanguageClient, workspace: Path):
     assert any("prism.threads" in m.message for m in client.log_messages)
 
 
+async def test_status_says_which_model_completes_and_why(client: LanguageClient):
+    chosen = (await command(client, "prism.status"))["completionModel"]
+    assert chosen["setting"] == "auto" and chosen["reason"].startswith("auto: ")
+    if chosen["predicted"] is None:  # the 1.5B not installed, or not measured yet
+        assert chosen["model"] == "qwen2.5-coder-0.5b"
+    else:
+        fits = all(chosen["predicted"][key] <= limit for key, limit in chosen["limits"].items())
+        assert chosen["model"] == ("qwen2.5-coder-1.5b" if fits else "qwen2.5-coder-0.5b")
+
+
 async def test_find_function_returns_uri_and_range(client: LanguageClient, workspace: Path):
     results = await find(client, "scale a value and round it up", top=3)
     best = results[0]
@@ -417,6 +427,20 @@ async def test_pause_resume_and_configuration_changes(client: LanguageClient):
         await asyncio.sleep(0.2)
     assert status["settings"]["exclude"] == ["c/"] and status["files"] == 18
     assert all(hit["name"] != "mean" for hit in await find(client, "arithmetic mean of n values"))
+
+
+async def test_a_completion_model_named_in_the_settings_is_used_and_the_status_says_so(
+        client: LanguageClient):
+    # The settings of the test above stay, so nothing is indexed again.
+    client.set_configuration({"fragrel": {"alpha": 0.25}, "exclude": ["c/"],
+                              "completion": {"model": "qwen2.5-coder-0.5b"}}, section="prism")
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
+    deadline = time.monotonic() + 30
+    while (chosen := (await command(client, "prism.status"))["completionModel"])["setting"] == "auto" \
+            and time.monotonic() < deadline:
+        await asyncio.sleep(0.2)
+    assert chosen["model"] == "qwen2.5-coder-0.5b"
+    assert chosen["reason"] == "prism.completion.model is qwen2.5-coder-0.5b"
 
 
 # ---- function notes written by the real model ------------------------------------------------

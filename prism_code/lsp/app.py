@@ -31,6 +31,7 @@ from prism_code.config import cache_root
 from prism_code.lsp import commands, completion_items, heap, stdio
 from prism_code.lsp.bridge import FIND_PROGRESS, NOTES_PROGRESS, ClientBridge, ClientLogHandler
 from prism_code.lsp.completion_debounce import CompletionRequest
+from prism_code.lsp.completion_model import CompletionModel
 from prism_code.lsp.locations import cursor, lsp_lines, span_range, uri_path
 from prism_code.lsp.model_host import ModelHost
 from prism_code.lsp.model_scheduler import ModelScheduler, last_code_position
@@ -69,6 +70,7 @@ class PrismServer(LanguageServer):
         self.bridge: ClientBridge | None = None
         self.models: ModelScheduler | None = None
         self.notes: NotesScheduler | None = None
+        self.completion_model: CompletionModel | None = None
         self.pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="prism-request")
 
     def report_server_error(self, error: Exception, source: Any) -> None:
@@ -108,10 +110,12 @@ class PrismServer(LanguageServer):
         self.settings = settings
         for state in self.states.values():
             state.reconfigure(settings)
-        if self.models is not None:
-            self.models.configure(settings.model_path, settings.threads,
-                                  settings.completion_max_lines,
-                                  (settings.cache_dir or cache_root()) / "kv-states")
+        if self.models is not None and self.completion_model is not None:
+            cache = settings.cache_dir or cache_root()
+            model = self.completion_model.configure(settings.completion_model, settings.model_path,
+                                                    settings.threads, cache / "machine-speed")
+            self.models.configure(model, settings.threads, settings.completion_max_lines,
+                                  cache / "kv-states")
         if self.notes is not None:
             self.notes.configure(settings.notes_enabled, list(self.states.values()))
 
@@ -198,6 +202,7 @@ def initialize(ls: PrismServer, params: types.InitializeParams) -> None:
     bridge = ls.bridge = ClientBridge(ls, asyncio.get_running_loop())
     host = ModelHost(lambda message: bridge.show(types.MessageType.Error, message))
     ls.models = ModelScheduler(asyncio.get_running_loop(), host, ls.index_busy)
+    ls.completion_model = CompletionModel(asyncio.get_running_loop(), ls.models, ls.index_busy)
     ls.notes = NotesScheduler(asyncio.get_running_loop(), ls.models,
                               lambda title: bridge.progress(title, NOTES_PROGRESS), ls.open_paths)
     handler = ClientLogHandler(ls.bridge)
@@ -240,6 +245,8 @@ async def watch_files(ls: PrismServer) -> None:
 async def shutdown(ls: PrismServer, params: None) -> None:
     if ls.notes is not None:
         ls.notes.close()
+    if ls.completion_model is not None:
+        ls.completion_model.close()
     if ls.models is not None:
         await ls.models.aclose()
     states = list(ls.states.values())
@@ -468,6 +475,10 @@ def status(ls: PrismServer, *arguments: Any) -> dict[str, Any]:
         "cacheDir": folders[0]["cacheDir"] if folders else None,
         "modelPath": ls.settings.to_json()["modelPath"],
         **(ls.models.status() if ls.models is not None else {}),
+        # Which model completes (notes and find share it) and why: auto's measured speeds
+        # and predicted latencies.
+        "completionModel": (ls.completion_model.choice.to_json()
+                            if ls.completion_model is not None else None),
         "hoverBuffers": HOVER_BUFFERS.stats(),
         "settings": ls.settings.to_json(),
         "workspaces": folders,

@@ -156,6 +156,11 @@ class ModelScheduler:
         """Run `fn(session)` on the model thread as editor work: background work yields to it."""
         return self._submit(lambda: fn(self._completer_session()))
 
+    def submit_model_work(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
+        """Run `fn(*args)` on the model thread ahead of background work, without opening the
+        model: `fn` handles the host itself (the completion model's measurement)."""
+        return self._submit(fn, *args)
+
     # ---- background work on the model (the notes pass) ------------------------------------
 
     @property

@@ -20,6 +20,7 @@ from prism_code.llm.models import MODELS
 from prism_code.tasks.find_events import Strategy
 from prism_code.tasks.find_function import DEFAULT_FIND_ALPHA
 from prism_code.tasks.find_strategies import STRATEGIES, as_strategy
+from prism_code.tasks.model_policy import AUTO, CHOICES
 
 # Strategies that exist now; prism, wim and long-context arrive with the PRISM issue.
 FIND_STRATEGIES = STRATEGIES
@@ -32,6 +33,9 @@ class Settings:
     threads: int = 2  # CPU threads for the local LLM
     completion_enabled: bool = True
     completion_max_lines: int = 8
+    # `auto`: prism.modelPath when set, else the 1.5B where this host runs it fast enough
+    # (tasks/model_policy.py); a registry name forces that model. Notes and find share it.
+    completion_model: str = AUTO
     notes_enabled: bool = True  # the background PRISM function-notes pass
     fragrel_alpha: float = DEFAULT_FIND_ALPHA
     find_strategy: Strategy = "retrieval"
@@ -53,6 +57,7 @@ KEYS = {
     "threads": "threads",
     "completion_enabled": "completion.enabled",
     "completion_max_lines": "completion.maxLines",
+    "completion_model": "completion.model",
     "notes_enabled": "notes.enabled",
     "fragrel_alpha": "fragrel.alpha",
     "find_strategy": "find.strategy",
@@ -194,6 +199,15 @@ def _model(value: Any) -> str | None | _Invalid:
     return str(path) if path.is_absolute() else _Invalid(expected)
 
 
+def _completion_model(value: Any) -> str | _Invalid:
+    name = value.strip() if isinstance(value, str) else None
+    if name in CHOICES:
+        return name
+    # A GGUF file is prism.modelPath's, which `auto` follows: this one names models only,
+    # so VS Code can offer them as a list (and an untrusted workspace can name no file).
+    return _Invalid(f"one of {', '.join(CHOICES)}")
+
+
 def _jsonable(value: Any) -> Any:
     if isinstance(value, Path):
         return str(value)
@@ -207,6 +221,7 @@ _PARSERS = {
     "threads": _int(*THREADS_RANGE),
     "completion_enabled": _bool,
     "completion_max_lines": _int(1, 200),
+    "completion_model": _completion_model,
     "notes_enabled": _bool,
     "fragrel_alpha": _float(*FRAGREL_ALPHA_RANGE),
     "find_strategy": _strategy,
