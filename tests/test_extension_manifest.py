@@ -11,7 +11,8 @@ import json
 import re
 from pathlib import Path
 
-from prism_code.lsp.settings import FIND_STRATEGIES, KEYS, Settings
+from prism_code.lsp.settings import FIND_STRATEGIES, KEYS, Settings, parse_settings
+from prism_code.tasks.model_policy import CHOICES
 
 REPO = Path(__file__).resolve().parents[1]
 MANIFEST = json.loads((REPO / "package.json").read_text())
@@ -41,6 +42,15 @@ def test_manifest_lists_every_find_strategy_and_the_server_ones():
     assert strategy["enum"] == ["retrieval", "prism", "wim", "long-context"]
     assert len(strategy["enumDescriptions"]) == len(strategy["enum"])
     assert set(FIND_STRATEGIES) <= set(strategy["enum"])
+
+
+def test_manifest_offers_exactly_the_completion_models_the_server_accepts():
+    model = PROPERTIES["prism.completion.model"]
+    assert model["enum"] == ["auto", "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b"] == list(CHOICES)
+    assert len(model["markdownEnumDescriptions"]) == len(model["enum"])
+    for value in model["enum"]:
+        settings = parse_settings({"completion": {"model": value}})
+        assert settings.completion_model == value and not settings.warnings
 
 
 def test_extension_sends_the_server_keys():

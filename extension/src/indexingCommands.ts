@@ -51,6 +51,7 @@ function summary(status: ServerStatus): string {
     `${status.state}: ${plural(status.functions, 'function')} in ${plural(status.files, 'file')}`,
     `embeddings ${done}/${total}`,
     `index in ${status.cacheDir ?? 'the user cache'}`,
+    ...(status.completionModel ? [`completions by ${status.completionModel.model} (${status.completionModel.reason})`] : []),
     ...errors,
   ].join('; ');
 }

@@ -65,6 +65,14 @@ export interface FolderStatus {
   cacheDir: string;
 }
 
+// Which model completes and why (prism_code/tasks/model_policy.py's ModelChoice).
+export interface CompletionModel {
+  setting: string;
+  model: string;
+  reason: string;
+  measuring: boolean;
+}
+
 export interface ServerStatus {
   state: IndexState | 'no workspace';
   files: number;
@@ -73,6 +81,7 @@ export interface ServerStatus {
   notes?: Notes;
   cacheDir: string | null;
   modelPath: string | null;
+  completionModel?: CompletionModel | null;
   settings: Record<string, unknown>;
   workspaces: FolderStatus[];
 }

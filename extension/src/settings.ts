@@ -10,6 +10,7 @@ export const SERVER_KEYS = [
   'threads',
   'completion.enabled',
   'completion.maxLines',
+  'completion.model',
   'notes.enabled',
   'fragrel.alpha',
   'find.strategy',
