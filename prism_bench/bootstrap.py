@@ -42,7 +42,7 @@ def interval(scores: Sequence[float] | np.ndarray) -> Interval:
     return _percentiles(values[picks].mean(axis=1), float(values.mean()))
 
 
-def paired_difference(a: Sequence[float], b: Sequence[float]) -> Interval:
+def paired_difference(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray) -> Interval:
     """mean(a - b) over the same tasks, resampling tasks (not each side on its own)."""
     if len(a) != len(b):
         raise ValueError(f"paired scores differ in length: {len(a)} and {len(b)}")

@@ -46,6 +46,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                       "report them on its test split and on RepoQA in every language")
     p.add_argument("--languages", nargs="*", choices=["python", "cpp", "java", "typescript", "rust"],
                    default=["python", "cpp", "java", "typescript", "rust"], help="RepoQA needles to report on")
+    p.add_argument("--long", action="store_true",
+                   help="the long-description weights instead: chosen on a tuning half of repoqa-multi's "
+                        "repositories, reported on the other half, RepoQA Python and docstrings test")
     p.add_argument("--write", type=non_empty_path, metavar="MARKDOWN", help="update this results file")
     p = sub.add_parser("likelihood", help="the likelihood rerank's body view and margin, chosen on the docstrings "
                                           "tuning split, reported on its test split and RepoQA Python")
@@ -65,6 +68,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--model", default="qwen2.5-coder-0.5b")
     p.add_argument("--split", choices=("tune", "test", "all"), default="tune")
     p.add_argument("--modes", nargs="*", help="modes to run (default: floor, product off and on)")
+    p.add_argument("--limit", type=bounded_int(1), help="only this many tasks, spread over the split")
+    p.add_argument("--threads", type=threads, default=2)
+    p.add_argument("--write", type=non_empty_path, metavar="MARKDOWN", help="update this results file")
+    p = sub.add_parser("blocks", help="block completion under a def header, scored line by line")
+    p.add_argument("--model", default="qwen2.5-coder-0.5b")
+    p.add_argument("--split", choices=("tune", "test", "all"), default="all")
+    p.add_argument("--modes", nargs="*", help="retrieval off / retrieval on (default: both)")
     p.add_argument("--limit", type=bounded_int(1), help="only this many tasks, spread over the split")
     p.add_argument("--threads", type=threads, default=2)
     p.add_argument("--write", type=non_empty_path, metavar="MARKDOWN", help="update this results file")
@@ -119,6 +129,11 @@ def run(args: argparse.Namespace) -> int:
         from prism_bench import docstrings_report
 
         body, section = docstrings_report.run_cli(args, command)
+    elif args.bench == "fusion" and args.long:
+        from prism_bench import long_fusion_tuning
+
+        chart_path = args.write.parent / "images" / "find-fusion-long.png" if args.write else None
+        body, section = long_fusion_tuning.run_cli(command, chart_path), "find-fusion-long"
     elif args.bench == "fusion":
         from prism_bench import fusion_tuning
 
@@ -152,6 +167,16 @@ def run(args: argparse.Namespace) -> int:
         gain = completion_gain.run(args.model, modes, args.split, args.threads, args.limit)
         body = completion_gain.markdown(gain, command)
         section = f"completion-{args.split}-{args.model}"
+    elif args.bench == "blocks":
+        from prism_bench import block_completion
+
+        modes = args.modes or list(block_completion.MODES)
+        unknown = set(modes) - set(block_completion.MODES)
+        if unknown:
+            raise ValueError(f"unknown modes {sorted(unknown)}; choose from {list(block_completion.MODES)}")
+        blocks = block_completion.run(args.model, modes, args.split, args.limit, args.threads)
+        body = block_completion.markdown(blocks, command)
+        section = f"completion-blocks-{args.model}"
     elif args.bench == "notes":
         from prism_bench import notes_speed, repoqa_data
 

@@ -1,0 +1,137 @@
+"""Block completion scored line by line: how many lines a block suggestion should hold.
+
+Each task (block_tasks.py) blanks the first lines of a function body; the completer, asked
+at the body's indentation under the header, writes up to BLOCK_LINES lines. Line k of the
+answer is compared with line k of the body (stripped, as RepoCoder compares lines), so the
+report shows EM and ES at each depth, and how many tasks are right through line k: what
+a user who accepts k lines gets.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import statistics
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+
+from prism_bench.block_tasks import BLOCK_LINES, BlockTask, build_block_benchmark, load_block_tasks
+from prism_bench.bootstrap import interval
+from prism_bench.machine_speed import MachineSpeed, measure
+from prism_bench.repoeval_data import PROJECTS, default_cache_dir, project_root
+from prism_code.index import RepoIndex
+from prism_code.llm import LlamaSession
+from prism_code.progress import StageBars
+from prism_code.tasks.complete import Completer, CompletionSettings
+
+MODES: dict[str, CompletionSettings] = {
+    "retrieval off": CompletionSettings(max_lines=BLOCK_LINES, retrieval=False),
+    "retrieval on": CompletionSettings(max_lines=BLOCK_LINES),
+}
+
+
+@dataclass(frozen=True)
+class BlockOutcome:
+    task_id: str
+    lines: list[str]  # the answer's lines, as inserted
+    latency_ms: float
+    decoded: int
+
+
+@dataclass
+class BlockResult:
+    model: str
+    tasks: list[BlockTask]
+    outcomes: dict[str, dict[str, BlockOutcome]] = field(default_factory=dict)
+    speed: MachineSpeed | None = None
+
+
+def line_scores(task: BlockTask, outcome: BlockOutcome) -> list[tuple[bool, float]]:
+    """(EM, ES) at each depth 1..BLOCK_LINES; a missing answer line scores (False, 0)."""
+    from prism_bench.repoeval_data import edit_similarity, exact_match
+
+    answer = [*outcome.lines, *[""] * len(task.truth)]
+    return [(exact_match(got, want), edit_similarity(got, want) if got.strip() else 0.0)
+            for got, want in zip(answer, task.truth)]
+
+
+def _file(cache: Path, model: str, tasks_file: Path, mode: str) -> Path:
+    key = hashlib.sha256(f"{model}\n{tasks_file.name}\n{MODES[mode]!r}".encode()).hexdigest()[:16]
+    return cache / "block-results" / f"{key}.jsonl"
+
+
+def _known(path: Path) -> dict[str, BlockOutcome]:
+    out = {}
+    if path.is_file():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                o = BlockOutcome(**json.loads(line))
+            except (ValueError, TypeError):
+                continue
+            out[o.task_id] = o
+    return out
+
+
+def run(model: str, modes: list[str], split: str = "all", limit: int | None = None,
+        threads: int = 2) -> BlockResult:
+    cache = default_cache_dir()
+    tasks_file = build_block_benchmark()
+    tasks = [t for t in load_block_tasks(tasks_file) if split == "all" or t.split == split]
+    if limit is not None and limit < len(tasks):
+        tasks = [tasks[i * len(tasks) // limit] for i in range(limit)]
+    result = BlockResult(model, tasks)
+    files = {m: _file(cache, model, tasks_file, m) for m in modes}
+    result.outcomes = {m: _known(files[m]) for m in modes}
+    pending = [(t, m) for t in tasks for m in modes if t.task_id not in result.outcomes[m]]
+    if not pending:
+        return result
+    session = LlamaSession.open(model, n_threads=threads)
+    result.speed = measure(session)
+    bars, done = StageBars(), 0
+    try:
+        for spec in PROJECTS:
+            todo = [(t, m) for t, m in pending if t.project == spec.package]
+            if not todo:
+                continue
+            root = project_root(spec, cache)
+            index = RepoIndex(root, cache_dir=cache / "indexes")
+            index.update()
+            completers = {m: Completer(index, session, replace(MODES[m])) for m in modes}
+            for task, mode in todo:
+                text, line, col = task.blanked(root)
+                answer = completers[mode].complete(task.path, text, line, col)
+                got = BlockOutcome(task.task_id, answer.completion.split("\n"), answer.latency_ms, answer.decoded)
+                result.outcomes[mode][task.task_id] = got
+                files[mode].parent.mkdir(parents=True, exist_ok=True)
+                with open(files[mode], "a", encoding="utf-8") as out:
+                    out.write(json.dumps(asdict(got), ensure_ascii=False) + "\n")
+                done += 1
+                bars("block completions", done, len(pending))
+            index.close()
+    finally:
+        bars.close()
+        session.close()
+    return result
+
+
+def markdown(result: BlockResult, command: str) -> str:
+    from prism_bench.report import table
+
+    rows = []
+    for mode, known in result.outcomes.items():
+        scored = [line_scores(t, known[t.task_id]) for t in result.tasks]
+        for depth in range(BLOCK_LINES):
+            em = [float(s[depth][0]) for s in scored]
+            through = [float(all(s[d][0] for d in range(depth + 1))) for s in scored]
+            es = [s[depth][1] for s in scored]
+            rows.append([mode, depth + 1, str(interval(em)), f"{statistics.mean(es):.3f}",
+                         f"{statistics.mean(through):.3f}"])
+        latency = statistics.median(known[t.task_id].latency_ms for t in result.tasks)
+        rows.append([mode, "latency p50", f"{latency:.0f} ms", "", ""])
+    return "\n".join([
+        f"Command: `{command}`", "",
+        f"Model {result.model}; {len(result.tasks)} function bodies from the 6 RepoEval projects; the first "
+        f"{BLOCK_LINES} lines blanked, the cursor at the body's indentation under the header; greedy.", "",
+        table(["mode", "line", "EM [95% CI]", "ES", "all lines right up to here"], rows),
+        *(["", result.speed.sentence()] if result.speed else []),
+    ])
