@@ -124,8 +124,9 @@ class CompletionModel:
             return True
         host = self._scheduler.host
         was_open = host.current is not None
-        # One model in memory at a time; the 0.5B's KV state was saved when the editor idled.
-        host.close()
+        if plan.cache.get(plan.key) is None:  # measured meanwhile under earlier settings: no load
+            # One model in memory at a time; the 0.5B's KV state was saved when the editor idled.
+            host.close()
         speed: MachineSpeed | None = None
         error: str | None = None
         try:
