@@ -134,3 +134,29 @@ def test_the_name_field_ranks_what_a_function_is_called_above_what_a_long_body_m
             "get_encoding_from_headers"
     finally:
         index.close()
+
+
+def test_a_structured_descriptions_purpose_is_read_against_the_cards(index: RepoIndex):
+    """The purpose section reads like a docstring: scored against the cards alone it finds the
+    function whose docstring says it, though the procedure describes another body."""
+    from prism_code.embeddings import VectorCache
+    from prism_code.retrieval.dense import Embedder
+
+    embedder = Embedder()
+    search = FunctionSearch(index, embedder)
+    VectorCache(index.store, embedder).fill(search.embedding_texts())
+    description = ("1. **Purpose**: Scale a value and round it up.\n"
+                   "2. **Input**: A number and a factor.\n"
+                   "3. **Output**: A whole number.\n"
+                   "4. **Procedure**: Joins a name onto the data directory next to this file, "
+                   "where the loaders keep their CSV files.")
+    names = [f.qualname for f in search.corpus.fragments]
+    parts = search.component_scores(description, sections=True)
+    assert names[int(np.argmax(parts["dense_card_purpose"]))] == "helper"
+    assert names[int(np.argmax(parts["dense_code_procedure"]))] == "data_path"
+    # Unasked, or for a query without sections, no section scores are computed.
+    assert "dense_card_purpose" not in search.component_scores(description)
+    assert "dense_card_purpose" not in search.component_scores("Scale a value and round it up.", sections=True)
+    # The default weights give the sections none, so find does not embed them.
+    _, used = search.scores(description)
+    assert set(used) == {"bm25", "bm25_name", "dense_code", "dense_card"}

@@ -4,6 +4,7 @@ import pytest
 from prism_code.retrieval.fusion import (
     LONG_QUERY_WEIGHTS,
     LONG_QUERY_WORDS,
+    SECTION_COMPONENTS,
     SHORT_QUERY_WEIGHTS,
     SHORT_QUERY_WORDS,
     fuse,
@@ -50,3 +51,11 @@ def test_a_sentence_leans_on_names_and_a_long_description_on_bodies():
         assert min(SHORT_QUERY_WEIGHTS[component], LONG_QUERY_WEIGHTS[component]) <= weight \
             <= max(SHORT_QUERY_WEIGHTS[component], LONG_QUERY_WEIGHTS[component])
     assert LONG_QUERY_WEIGHTS["bm25_name"] == 0 < SHORT_QUERY_WEIGHTS["bm25_name"]
+
+
+def test_section_components_weigh_nothing_unless_chosen_and_long_weights_can_be_tried():
+    for words in (8, 50, 150):
+        assert all(fusion_weights(words)[c] == 0 for c in SECTION_COMPONENTS)
+    tried = {"bm25": 1.0, "dense_code": 2.0, "dense_card_purpose": 0.5}
+    assert fusion_weights(150, long=tried) == {c: tried.get(c, 0.0) for c in LONG_QUERY_WEIGHTS}
+    assert fusion_weights(8, long=tried) == SHORT_QUERY_WEIGHTS  # a sentence keeps its own

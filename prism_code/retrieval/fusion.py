@@ -16,23 +16,36 @@ import numpy as np
 #   dense_code - MiniLM cosine between the query and the function's source
 #   dense_card - MiniLM cosine between the query and the function's card
 #                (name split into words + signature + docstring, and the model's note)
+# and, for a structured description only (retrieval/query_sections.py):
+#   dense_card_purpose   - MiniLM between its purpose section (docstring-like) and the card
+#   dense_code_procedure - MiniLM between its procedure section (body-like) and the source
 #
 # A long description (RepoQA's numbered purpose / input / output / procedure lists) keeps the
 # weights fixed in advance: every body-level component equal, untuned, so RepoQA is not fitted.
-LONG_QUERY_WEIGHTS: dict[str, float] = {"bm25": 1.0, "bm25_name": 0.0, "dense_code": 1.0, "dense_card": 1.0}
+# The section components were measured with weights chosen on a tuning half of repoqa-multi
+# (`prism-code bench fusion --long`): they fitted the tuning half and lost on the other, so they
+# stay at 0 and are not computed (docs/decisions.md).
+LONG_QUERY_WEIGHTS: dict[str, float] = {"bm25": 1.0, "bm25_name": 0.0, "dense_code": 1.0, "dense_card": 1.0,
+                                        "dense_card_purpose": 0.0, "dense_code_procedure": 0.0}
+SECTION_COMPONENTS = ("dense_card_purpose", "dense_code_procedure")
 # What people type, a sentence or two, leans on what a function is called: chosen by MRR@10 on
 # the docstrings benchmark's tuning split only (`prism-code bench fusion`, docs/benchmarks.md).
-SHORT_QUERY_WEIGHTS: dict[str, float] = {"bm25": 0.5, "bm25_name": 1.0, "dense_code": 1.0, "dense_card": 0.5}
+# A sentence has no sections, so the section components never weigh in.
+SHORT_QUERY_WEIGHTS: dict[str, float] = {"bm25": 0.5, "bm25_name": 1.0, "dense_code": 1.0, "dense_card": 0.5,
+                                         "dense_card_purpose": 0.0, "dense_code_procedure": 0.0}
 # Up to SHORT words the short weights apply, from LONG words the long ones, linearly between.
 # Not tuned: the benchmarks' queries are either <= 37 words (docstrings) or >= 72 (RepoQA).
 SHORT_QUERY_WORDS, LONG_QUERY_WORDS = 40, 60
 
 
-def fusion_weights(words: int, short: dict[str, float] | None = None) -> dict[str, float]:
-    """The component weights for a query of `words` words (`short`: other short-query weights)."""
+def fusion_weights(words: int, short: dict[str, float] | None = None,
+                   long: dict[str, float] | None = None) -> dict[str, float]:
+    """The component weights for a query of `words` words (`short`, `long`: other weights for
+    short or long queries, as a tuning run tries them)."""
     short = SHORT_QUERY_WEIGHTS if short is None else short
+    long = LONG_QUERY_WEIGHTS if long is None else long
     t = min(1.0, max(0.0, (words - SHORT_QUERY_WORDS) / (LONG_QUERY_WORDS - SHORT_QUERY_WORDS)))
-    return {c: (1 - t) * short.get(c, 0.0) + t * LONG_QUERY_WEIGHTS[c] for c in LONG_QUERY_WEIGHTS}
+    return {c: (1 - t) * short.get(c, 0.0) + t * long.get(c, 0.0) for c in LONG_QUERY_WEIGHTS}
 
 
 def zscore(scores: np.ndarray) -> np.ndarray:

@@ -23,9 +23,10 @@ from prism_code.parse.model import Definition, ParsedFile
 from prism_code.relations import related_matrix
 from prism_code.retrieval.dense import Embedder, cosine_scores
 from prism_code.retrieval.fragrel import relation_aware_scores
-from prism_code.retrieval.fusion import fuse, fusion_weights
+from prism_code.retrieval.fusion import SECTION_COMPONENTS, fuse, fusion_weights
 from prism_code.retrieval.lexical import LexicalIndex, TermBag, Vocabulary
 from prism_code.retrieval.markup import plain_text
+from prism_code.retrieval.query_sections import split_sections
 from prism_code.retrieval.tokenize import code_tokens, query_tokens
 
 # FragRel helps completion context; on needle search it was measured neutral to harmful
@@ -226,21 +227,32 @@ class FunctionSearch:
                     del self._pending_notes[i]
         return self._vectors[which]
 
-    def component_scores(self, query: str) -> dict[str, np.ndarray]:
+    def component_scores(self, query: str, sections: bool = False) -> dict[str, np.ndarray]:
+        """Each component's score of every function; with `sections`, a structured description
+        (purpose, input, output, procedure) also gets its section components."""
         corpus = self.corpus
         terms = query_tokens(query)
         scores = {"bm25": corpus.lexical.scores(terms), "bm25_name": corpus.names.scores(terms)}
         code, cards = self.vectors("code"), self.vectors("card")
         if code is not None and cards is not None and self.embedder is not None:
-            q = self.embedder.embed([plain_text(query)])[0]
-            scores["dense_code"] = cosine_scores(code, q)
-            scores["dense_card"] = cosine_scores(cards, q)
+            parts = split_sections(query) if sections else None
+            texts = [query] if parts is None else [query, parts.purpose or query, parts.procedure or query]
+            # One batch: the sections cost the embedder one call, not three.
+            vectors = self.embedder.embed([plain_text(t) for t in texts])
+            scores["dense_code"] = cosine_scores(code, vectors[0])
+            scores["dense_card"] = cosine_scores(cards, vectors[0])
+            if parts is not None:
+                scores["dense_card_purpose"] = cosine_scores(cards, vectors[1])
+                scores["dense_code_procedure"] = cosine_scores(code, vectors[2])
         return scores
 
     def scores(self, query: str, alpha: float = DEFAULT_FIND_ALPHA,
-               components: tuple[str, ...] = COMPONENTS) -> tuple[np.ndarray, dict[str, np.ndarray]]:
-        parts = self.component_scores(query)
+               components: tuple[str, ...] = COMPONENTS + SECTION_COMPONENTS,
+               ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         weights = fusion_weights(len(query.split()))
+        # Section scores cost two more embeddings: computed only when a weight uses them.
+        parts = self.component_scores(query, sections=any(weights[c] for c in SECTION_COMPONENTS
+                                                          if c in components))
         used = [(parts[c], weights[c]) for c in components if c in parts and weights[c]]
         if not used:
             used = [(parts["bm25"], 1.0)]
