@@ -31,7 +31,7 @@ from prism_code.retrieval.fusion import (
 from prism_code.tasks.find_function import COMPONENTS
 
 GRID = (0.0, 0.5, 1.0, 1.5, 2.0)
-BEFORE = LONG_QUERY_WEIGHTS  # every query had these before the length rule
+BEFORE = {c: LONG_QUERY_WEIGHTS[c] for c in COMPONENTS}  # every query had these before the length rule
 
 
 @dataclass
@@ -60,9 +60,11 @@ class TuningResult:
     table: dict[str, dict[str, Metrics]] = field(default_factory=dict)
 
 
-def collect(benchmark: str, haystacks: Sequence[Haystack], cache_dir: Path, embedder: Embedder) -> list[ScoredQuery]:
+def collect(benchmark: str, haystacks: Sequence[Haystack], cache_dir: Path, embedder: Embedder,
+            sections: bool = False) -> list[ScoredQuery]:
     """Component scores of every needle the index locates (a needle it cannot place is a parser
-    matter the repoqa bench reports, not a fusion one)."""
+    matter the repoqa bench reports, not a fusion one); `sections`: a structured description's
+    section components too."""
     out: list[ScoredQuery] = []
     for haystack in haystacks:
         with haystack_search(haystack, cache_dir, embedder) as search:
@@ -71,7 +73,7 @@ def collect(benchmark: str, haystacks: Sequence[Haystack], cache_dir: Path, embe
                 row = target_row(fragments, needle, overlap=haystack.language != "python")
                 if row is None:
                     continue
-                parts = search.component_scores(needle.description)
+                parts = search.component_scores(needle.description, sections)
                 out.append(ScoredQuery(benchmark, parts, row, len(needle.description.split())))
     return out
 
