@@ -167,6 +167,9 @@ def run(args: argparse.Namespace) -> int:
         gain = completion_gain.run(args.model, modes, args.split, args.threads, args.limit)
         body = completion_gain.markdown(gain, command)
         section = f"completion-{args.split}-{args.model}"
+        if args.write:
+            png = completion_gain.chart(gain, args.write.parent / "images" / f"{section}.png")
+            body += f"\n\n![Completion EM by mode and cursor]({'images/' + png.name})"
     elif args.bench == "blocks":
         from prism_bench import block_completion
 

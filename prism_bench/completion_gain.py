@@ -190,3 +190,16 @@ def markdown(result: GainResult, command: str) -> str:
         table(header, rows),
         *(["", result.speed.sentence()] if result.speed else []),
     ])
+
+
+def chart(result: GainResult, path: Path) -> Path:
+    """EM per mode, overall and by where the cursor sits."""
+    from prism_bench.charts import grouped_bars
+
+    modes = list(result.outcomes)
+    groups: dict[str, list[CompletionTask]] = {"all": result.tasks}
+    groups.update({k: [t for t in result.tasks if t.cursor_kind == k] for k in CURSOR_KINDS})
+    series: dict[str, Sequence[float]] = {f"{name} ({len(tasks)})": [statistics.mean(_column(result, m, "em", tasks)) if tasks else 0.0
+                                         for m in modes] for name, tasks in groups.items()}
+    return grouped_bars(path, f"Completion EM, {result.model}, {result.split} tasks, by cursor position",
+                        [m.replace(", ", ",\n") for m in modes], series, "exact match")
