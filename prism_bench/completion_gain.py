@@ -199,7 +199,8 @@ def chart(result: GainResult, path: Path) -> Path:
     modes = list(result.outcomes)
     groups: dict[str, list[CompletionTask]] = {"all": result.tasks}
     groups.update({k: [t for t in result.tasks if t.cursor_kind == k] for k in CURSOR_KINDS})
-    series: dict[str, Sequence[float]] = {f"{name} ({len(tasks)})": [statistics.mean(_column(result, m, "em", tasks)) if tasks else 0.0
-                                         for m in modes] for name, tasks in groups.items()}
+    series: dict[str, Sequence[float]] = {
+        f"{name} ({len(tasks)})": [statistics.mean(_column(result, m, "em", tasks)) if tasks else 0.0 for m in modes]
+        for name, tasks in groups.items()}
     return grouped_bars(path, f"Completion EM, {result.model}, {result.split} tasks, by cursor position",
                         [m.replace(", ", ",\n") for m in modes], series, "exact match")
