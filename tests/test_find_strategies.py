@@ -36,12 +36,14 @@ def search(tmp_path):
 
 
 def test_retrieval_strategy_is_the_search_with_one_event(search):
-    events = []
-    outcome = run_find("retrieval", search, ORDER_TOTAL, top=3, on_event=events.append)
+    events, rankings = [], []
+    outcome = run_find("retrieval", search, ORDER_TOTAL, top=3, on_event=events.append, on_ranking=rankings.append)
     assert isinstance(outcome, FindOutcome)
     assert [r.qualname for r in outcome.results] == [r.qualname for r in search.search(ORDER_TOTAL, top=3)]
     assert outcome.accounting is None
     assert [(e.strategy, e.stage) for e in events] == [("retrieval", "retrieval")]
+    # Nothing to refine: the one ranking is the final one.
+    assert [(r.done, r.results, r.evidence) for r in rankings] == [(True, outcome.results, ["retrieval"] * 3)]
 
 
 def test_bad_requests_are_clear_errors(search):
@@ -122,9 +124,21 @@ def test_prism_by_memory_fit_picks_the_described_function_and_reports_progress(s
 
 @pytest.mark.model
 def test_prism_by_likelihood_keeps_the_described_function_first(search, model_session):
-    events = []
+    events, rankings = [], []
     outcome = run_find("prism", search, ORDER_TOTAL, top=4, session=model_session, on_event=events.append,
-                       candidates=4, noted=2, noted_chunk=1, max_revisions=1, step_tokens=80)
+                       on_ranking=rankings.append, candidates=4, noted=2, noted_chunk=1, max_revisions=1,
+                       step_tokens=80)
+    # Anytime: retrieval's ranking first, one more per candidate scored, then the final one.
+    assert [(r.scored, r.total, r.done) for r in rankings] == [(0, 4, False), (1, 4, False), (2, 4, False),
+                                                               (3, 4, False), (4, 4, False), (4, 4, True)]
+    assert [r.qualname for r in rankings[0].results] == [r.qualname for r in search.search(ORDER_TOTAL, top=4)]
+    assert rankings[0].evidence == ["retrieval"] * 4
+    assert rankings[1].evidence.count("model") == 1 and rankings[4].evidence == ["model"] * 4
+    assert "description log-prob" in rankings[1].results[0].reason
+    # Scoring decides the order; the pass after it only writes the reasons.
+    assert [r.qualname for r in rankings[4].results] == [r.qualname for r in outcome.results]
+    assert rankings[-1].results == outcome.results
+    assert json.loads(json.dumps(rankings[-1].to_json()))["results"] == outcome.to_json()
     likelihood = outcome.stats["likelihood"]
     assert set(likelihood) == {r.qualname for r in outcome.results}
     assert max(likelihood, key=likelihood.get) == "total_price" == outcome.results[0].qualname

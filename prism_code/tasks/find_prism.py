@@ -46,12 +46,14 @@ from prism_code.retrieval.fusion import SHORT_QUERY_WORDS
 from prism_code.tasks.find_events import FindEvent, FindListener, Stage
 from prism_code.tasks.find_function import FoundFunction, FunctionSearch
 from prism_code.tasks.find_outcome import FindOutcome, answer_grammar, candidate_labels, parse_function_json
+from prism_code.tasks.find_stream import RankingStream
 from prism_code.tasks.query_likelihood import (
     DEFAULT_DESCRIPTION_TOKENS,
     DEFAULT_LINES,
     DEFAULT_MARGIN,
     SHORT_QUERY_MARGIN,
     body_text,
+    rank_by_likelihood,
     rerank,
 )
 
@@ -169,6 +171,8 @@ class _Query:
     cancelled: CancelCheck | None
     on_event: FindListener | None
     total: int  # progress events a query reports after retrieval's
+    rankings: RankingStream = field(default_factory=lambda: RankingStream(None))
+    beyond: list[FoundFunction] = field(default_factory=list)  # retrieval's results past the candidates
     accounting: Accounting = field(default_factory=Accounting)
     stats: dict[str, Any] = field(default_factory=dict)
 
@@ -180,10 +184,12 @@ class _Query:
 def find_prism(session: LlamaSession, search: FunctionSearch, description: str, *, top: int = 10,
                on_event: FindListener | None = None, cancelled: CancelCheck | None = None,
                settings: PrismSettings | None = None, store: NotesStore | None = None,
-               state_cache: StateCache | None = None, **overrides: Any) -> FindOutcome:
+               state_cache: StateCache | None = None, rankings: RankingStream | None = None,
+               **overrides: Any) -> FindOutcome:
     """Run the PRISM find; `overrides` set PrismSettings fields (e.g. view="bodies").
 
-    `state_cache` keeps the pass's query-independent prefix (task, rules, schema) on disk.
+    `state_cache` keeps the pass's query-independent prefix (task, rules, schema) on disk;
+    `rankings` hears retrieval's ranking, then one per candidate the likelihood scores.
     """
     settings = _checked(settings or PrismSettings(), overrides)
     retrieved = search.search(description, top=max(top, settings.candidates))
@@ -193,7 +199,12 @@ def find_prism(session: LlamaSession, search: FunctionSearch, description: str, 
     chunk = settings.noted_chunk if by_likelihood else settings.chunk_size
     # Progress counts candidates scored, pass steps, then the answer.
     scored_n = min(settings.likelihood_candidates, len(pool)) if by_likelihood else 0
-    query = _Query(session, description, settings, cancelled, on_event, scored_n + -(-noted_n // chunk) + 1)
+    query = _Query(session, description, settings, cancelled, on_event, scored_n + -(-noted_n // chunk) + 1,
+                   rankings or RankingStream(None))
+    query.beyond = [FoundFunction(f.name, f.qualname, f.path, f.start_line, f.end_line, f.score,
+                                  f"beyond the {len(pool)} PRISM candidates; retrieval rank {len(pool) + n}")
+                    for n, f in enumerate(retrieved[len(pool):top], 1)]
+    query.rankings.retrieval(pool + query.beyond, scored_n)
     query.emit("retrieval", f"{len(pool)} candidates from retrieval; top: {pool[0].qualname}" if pool
                else "no functions indexed", 0)
     if not pool:
@@ -204,7 +215,7 @@ def find_prism(session: LlamaSession, search: FunctionSearch, description: str, 
     query.stats.update({"view": settings.view, "encoding": settings.encoding.value, "updates": settings.allow_updates,
                         "candidates": len(pool), "retrieval_order": keys})
     if by_likelihood:
-        chosen = _by_likelihood(query, search.index, candidates[:settings.likelihood_candidates])
+        chosen = _by_likelihood(query, search.index, candidates, settings.likelihood_candidates)
         # The pass then writes the reasons for the results the user reads first.
         noted = sorted(candidates, key=lambda c: c.key != chosen)[:noted_n]
         passed = _note(query, noted, chunk, state_cache, steps_before=scored_n)
@@ -214,12 +225,9 @@ def find_prism(session: LlamaSession, search: FunctionSearch, description: str, 
         chosen = _by_memory(query, passed, keys, [c.key for c in candidates if c.key in query.stats["memory"]])
     query.emit("answer", f"answer: {chosen}" if chosen else "answer: none, retrieval order kept", query.total)
 
-    beyond = [FoundFunction(f.name, f.qualname, f.path, f.start_line, f.end_line, f.score,
-                            f"beyond the {len(pool)} PRISM candidates; retrieval rank {len(pool) + n}")
-              for n, f in enumerate(retrieved[len(pool):top], 1)]
     ranked = _ranked(candidates, query.stats["memory"], chosen, query.stats.get("likelihood"),
                      {c.key for c in noted})
-    return FindOutcome(ranked + beyond, query.accounting, query.stats)
+    return FindOutcome(ranked + query.beyond, query.accounting, query.stats)
 
 
 def _checked(settings: PrismSettings, overrides: dict[str, Any]) -> PrismSettings:
@@ -306,9 +314,12 @@ def _by_memory(query: _Query, passed: PassResult, keys: list[str], names: list[s
     return None
 
 
-def _by_likelihood(query: _Query, index: RepoIndex, scored: list[Candidate]) -> str | None:
-    """The key to move above retrieval's first by the description's likelihood, else None."""
+def _by_likelihood(query: _Query, index: RepoIndex, candidates: list[Candidate], n: int) -> str | None:
+    """The key to move above retrieval's first by the description's likelihood (over the
+    first `n` candidates), else None."""
     settings = query.settings
+    scored = candidates[:n]
+    logprobs: list[float] = []
     query.emit("likelihood", f"scoring the description against {len(scored)} candidate bodies", 0)
     short = len(query.description.split()) <= SHORT_QUERY_WORDS
     code_only = short and settings.short_query_code_only
@@ -317,6 +328,9 @@ def _by_likelihood(query: _Query, index: RepoIndex, scored: list[Candidate]) -> 
 
     def on_scored(i: int, logprob: float) -> None:
         query.emit("likelihood", f"scored {i + 1}/{len(scored)}: {scored[i].key} ({logprob:.2f}/token)", i + 1)
+        logprobs.append(logprob)
+        query.rankings.scored(_provisional(candidates, logprobs, margin) + query.beyond,
+                              {c.found.key for c in scored[:i + 1]}, i + 1)
 
     verdict = rerank(query.session, bodies, query.description, margin, query.cancelled,
                      settings.likelihood_tokens, on_scored)
@@ -329,6 +343,21 @@ def _by_likelihood(query: _Query, index: RepoIndex, scored: list[Candidate]) -> 
                           else "likelihood: the description is clearly more likely after this body")
     query.emit("likelihood", f"first: {chosen or scored[0].key} ({stats['chosen_by']})", len(scored))
     return chosen
+
+
+def _provisional(candidates: list[Candidate], scores: list[float], margin: float) -> list[FoundFunction]:
+    """The order the likelihood gives so far: the final rule (one candidate moves above
+    retrieval's first on a clear margin) applied to the candidates scored yet."""
+    best = rank_by_likelihood(scores, margin)
+    out = []
+    for i in sorted(range(len(candidates)), key=lambda i: i != best):
+        f = candidates[i].found
+        if i < len(scores):
+            gain = f"; {scores[i] - scores[0]:+.2f} against retrieval's first" if i else ""
+            reason = f"description log-prob {scores[i]:.2f}/token{gain}; retrieval rank {i + 1}"
+            f = FoundFunction(f.name, f.qualname, f.path, f.start_line, f.end_line, f.score, reason)
+        out.append(f)
+    return out
 
 
 def _ranked(candidates: list[Candidate], memory: dict[str, Any], chosen: str | None,

@@ -15,6 +15,7 @@ from prism_code.cancel import CancelCheck
 from prism_code.tasks.find_events import FindEvent, FindListener, Strategy
 from prism_code.tasks.find_function import FunctionSearch
 from prism_code.tasks.find_outcome import FindOutcome
+from prism_code.tasks.find_stream import RankingListener, RankingStream
 
 if TYPE_CHECKING:
     from prism_code.llm.runtime import LlamaSession
@@ -48,26 +49,44 @@ def as_strategy(value: object) -> Strategy | None:
 
 def run_find(strategy: str, search: FunctionSearch, description: str, *, top: int = 10,
              session: LlamaSession | None = None, on_event: FindListener | None = None,
-             cancelled: CancelCheck | None = None, **options: Any) -> FindOutcome:
-    """Find the function `description` describes with `strategy`; see STRATEGIES."""
+             cancelled: CancelCheck | None = None, on_ranking: RankingListener | None = None,
+             **options: Any) -> FindOutcome:
+    """Find the function `description` describes with `strategy`; see STRATEGIES.
+
+    `on_ranking` hears the rankings on the way (find_stream): for prism and wim,
+    retrieval's at once and one per candidate the model reads; for every strategy the
+    final one last, whose results are the outcome's.
+    """
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown find strategy {strategy!r}; choose from {', '.join(STRATEGIES)}")
     description = description_text(description)
+    rankings = RankingStream(on_ranking)
     if strategy == "retrieval":
         results = search.search(description, top=top, **options)
         if on_event is not None:
             on_event(FindEvent("retrieval", "retrieval", f"{len(results)} candidates ranked", 1, 1))
+        rankings.final(results)
         return FindOutcome(results)
     if session is None:
         raise ValueError(f"the {strategy} strategy needs a model session")
+    outcome = _run_model(strategy, session, search, description, top, on_event, cancelled, rankings, options)
+    # long-context reads its candidates in one call: all it returns is the model's reading.
+    rankings.final(outcome.results, {r.key for r in outcome.results} if strategy == "long-context" else None)
+    return outcome
+
+
+def _run_model(strategy: str, session: LlamaSession, search: FunctionSearch, description: str, top: int,
+               on_event: FindListener | None, cancelled: CancelCheck | None, rankings: RankingStream,
+               options: dict[str, Any]) -> FindOutcome:
     if strategy == "prism":
         from prism_code.tasks.find_prism import find_prism
 
         return find_prism(session, search, description, top=top, on_event=on_event, cancelled=cancelled,
-                          **options)
+                          rankings=rankings, **options)
     if strategy == "long-context":
         from prism_code.tasks.find_long_context import find_long_context
 
+        # One model call answers at once: no ranking on the way but the final one.
         return find_long_context(session, search, description, top=top, on_event=on_event,
                                  cancelled=cancelled, **options)
     try:
@@ -76,4 +95,5 @@ def run_find(strategy: str, search: FunctionSearch, description: str, *, top: in
         if exc.name != "prism_code.tasks.find_wim":
             raise
         raise ValueError("wim strategy not available") from exc
-    return find_wim(session, search, description, top=top, on_event=on_event, cancelled=cancelled, **options)
+    return find_wim(session, search, description, top=top, on_event=on_event, cancelled=cancelled,
+                    rankings=rankings, **options)

@@ -57,6 +57,7 @@ from prism_code.memory.accounting import Accounting
 from prism_code.tasks.find_events import FindEvent, FindListener, Stage
 from prism_code.tasks.find_function import FoundFunction, FunctionSearch
 from prism_code.tasks.find_outcome import FindOutcome, candidate_labels
+from prism_code.tasks.find_stream import RankingStream
 from prism_code.tasks.query_likelihood import (
     DEFAULT_DESCRIPTION_TOKENS,
     DEFAULT_LINES,
@@ -194,6 +195,14 @@ def parse_margin(text: str, labels: Sequence[str]) -> tuple[str | None, str]:
 def parse_final_answer(text: str, labels: Sequence[str]) -> tuple[str | None, str]:
     """The final answer's (label, reason), from the text decoded after ANSWER_OPEN."""
     return _parse_named(ANSWER_OPEN, text, "function", "reason", labels)
+
+
+def read_so_far(candidates: Sequence[Candidate], run: WimRun, read: int) -> list[FoundFunction]:
+    """The ranking after the first `read` candidates' margins: rank_results', with the
+    candidates no margin has covered yet still showing retrieval's reason."""
+    covered = {c.found.key for c in candidates[:read]}
+    retrieval = {c.found.key: c.found for c in candidates}
+    return [r if r.key in covered else retrieval[r.key] for r in rank_results(candidates, run)]
 
 
 def rank_results(candidates: Sequence[Candidate], run: WimRun) -> list[FoundFunction]:
@@ -393,8 +402,10 @@ def fit_settings(session: LlamaSession, settings: WimSettings, candidates: int) 
 def find_wim(session: LlamaSession, search: FunctionSearch, description: str, *, top: int = 10,
              candidates: int = 10, on_event: FindListener | None = None,
              cancelled: CancelCheck | None = None, early_exit: bool = True,
-             settings: WimSettings | None = None) -> FindOutcome:
-    """WiM over retrieval's top `candidates`; returns them all (answer first), cut to max(top, 1)."""
+             settings: WimSettings | None = None, rankings: RankingStream | None = None) -> FindOutcome:
+    """WiM over retrieval's top `candidates`; returns them all (answer first), cut to max(top, 1).
+
+    `rankings` hears retrieval's ranking, then one after each margin."""
     started = time.perf_counter()
     settings, candidates = fit_settings(session, settings or WimSettings(), candidates)
     found = search.search(description, top=candidates)
@@ -415,6 +426,8 @@ def find_wim(session: LlamaSession, search: FunctionSearch, description: str, *,
     # Retrieval's ranking is already an answer: shown at once, the margins then refine it.
     emit("retrieval", f"{len(found)} candidates from retrieval; top: {found[0].qualname}" if found
          else "no functions indexed", 0)
+    rankings = rankings or RankingStream(None)
+    rankings.retrieval(found[: max(top, 1)], len(found))
     cands = build_candidates(session, search, found, settings)
     if cands:
         reader = WimReader(session, description, cands, settings, accounting, cancelled)
@@ -422,6 +435,7 @@ def find_wim(session: LlamaSession, search: FunctionSearch, description: str, *,
             margin = reader.read_segment(k, cands[a:b])
             run.margins.append(margin)
             emit("margin", f"margin {k}/{len(bounds)}: {margin.text()}", k)
+            rankings.scored(read_so_far(cands, run, b)[: max(top, 1)], {c.found.key for c in cands[:b]}, b)
             if early_exit and margin.relevant and margin.label and margin.p_relevant >= settings.exit_probability:
                 run.early_exit = True
                 run.answer, run.answer_reason = margin.label, margin.why
