@@ -69,6 +69,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--split", choices=("tune", "test", "all"), default="tune")
     p.add_argument("--modes", nargs="*", help="modes to run (default: floor, product off and on)")
     p.add_argument("--limit", type=bounded_int(1), help="only this many tasks, spread over the split")
+    p.add_argument("--known-only", action="store_true",
+                   help="run nothing: report the tasks every mode has already answered")
     p.add_argument("--threads", type=threads, default=2)
     p.add_argument("--write", type=non_empty_path, metavar="MARKDOWN", help="update this results file")
     p = sub.add_parser("blocks", help="block completion under a def header, scored line by line")
@@ -164,7 +166,8 @@ def run(args: argparse.Namespace) -> int:
         unknown = set(modes) - set(completion_modes.MODES)
         if unknown:
             raise ValueError(f"unknown modes {sorted(unknown)}; choose from {list(completion_modes.MODES)}")
-        gain = completion_gain.run(args.model, modes, args.split, args.threads, args.limit)
+        gain = completion_gain.run(args.model, modes, args.split, args.threads, args.limit,
+                                   compute=not args.known_only)
         body = completion_gain.markdown(gain, command)
         section = f"completion-{args.split}-{args.model}"
         if args.write:

@@ -91,8 +91,11 @@ def _load_outcomes(path: Path) -> dict[str, Outcome]:
 
 
 def run(model: str, modes: Sequence[str], split: str = "tune", threads: int = 2,
-        limit: int | None = None) -> GainResult:
-    """Complete every task of `split` ("tune", "test" or "all") in each mode not already known."""
+        limit: int | None = None, compute: bool = True) -> GainResult:
+    """Complete every task of `split` ("tune", "test" or "all") in each mode not already known.
+
+    With `compute` False nothing runs: the result holds the tasks every mode has answered.
+    """
     cache = default_cache_dir()
     task_file = build_benchmark(cache, PER_PROJECT, PER_PROJECT, cursor_kinds=CURSOR_KINDS)
     tasks = [t for t in load_tasks(task_file) if split == "all" or t.split == split]
@@ -102,6 +105,10 @@ def run(model: str, modes: Sequence[str], split: str = "tune", threads: int = 2,
     files = {mode: _results_file(cache, model, task_file, mode) for mode in modes}
     result.outcomes = {mode: _load_outcomes(files[mode]) for mode in modes}
     pending = [(t, m) for t in tasks for m in modes if t.task_id not in result.outcomes[m]]
+    if not compute:
+        missing = {t.task_id for t, _ in pending}
+        result.tasks = [t for t in tasks if t.task_id not in missing]
+        return result
     if not pending:
         return result
     session = LlamaSession.open(model, n_threads=threads)
