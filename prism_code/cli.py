@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from prism_code.llm.state_cache import StateCache
     from prism_code.tasks.find_events import FindEvent
     from prism_code.tasks.find_function import FoundFunction, FunctionSearch
+    from prism_code.tasks.find_stream import Ranking
 
 log = logging.getLogger("prism_code")
 
@@ -84,14 +85,18 @@ def cmd_find(args: argparse.Namespace) -> int:
         alpha = DEFAULT_FIND_ALPHA if args.alpha is None else args.alpha
         if search.vectors("code") is None:
             log.warning("embeddings are not complete: lexical ranking only (run `prism-code index`)")
+        on_ranking = _print_ranking if args.stream else None
         if args.strategy == "retrieval":
             # The server's prism.findFunction calls the same: one ranking for CLI and editor.
-            results = run_find("retrieval", search, description, top=args.top, alpha=alpha).results
+            results = run_find("retrieval", search, description, top=args.top, alpha=alpha,
+                               on_ranking=on_ranking).results
         else:
-            results = _find_with_model(args, search, description)
+            results = _find_with_model(args, search, description, on_ranking)
     finally:
         index.close()
-    if args.json:
+    if args.stream:
+        pass  # the last line printed is the final ranking
+    elif args.json:
         print(json.dumps([r.to_json() for r in results], indent=1))
     elif not results:
         # Retrieval ranks every function, so nothing found means nothing to rank.
@@ -104,8 +109,13 @@ def cmd_find(args: argparse.Namespace) -> int:
     return 0
 
 
-def _find_with_model(args: argparse.Namespace, search: FunctionSearch,
-                     description: str) -> list[FoundFunction]:
+def _print_ranking(ranking: Ranking) -> None:
+    # One line per ranking, flushed: a reader acts on each as it comes.
+    print(json.dumps(ranking.to_json()), flush=True)
+
+
+def _find_with_model(args: argparse.Namespace, search: FunctionSearch, description: str,
+                     on_ranking: Callable[[Ranking], None] | None) -> list[FoundFunction]:
     """A model strategy of find; its progress events go to stderr as lines."""
     from prism_code.llm import LlamaSession, StateCache
     from prism_code.llm.cpu_load import threads_for_now
@@ -125,7 +135,7 @@ def _find_with_model(args: argparse.Namespace, search: FunctionSearch,
     session = LlamaSession.open(args.model, n_threads=args.threads or threads_for_now())
     try:
         outcome = run_find(args.strategy, search, description, top=args.top, session=session,
-                           on_event=show, **options)
+                           on_event=show, on_ranking=on_ranking, **options)
     finally:
         session.close()
     return outcome.results
@@ -316,6 +326,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="prism, wim: how many of retrieval's top functions the model reads")
     p.add_argument("--evidence", choices=["likelihood", "fit"],
                    help="prism: what may move a candidate above retrieval's first (default likelihood)")
+    p.add_argument("--stream", action="store_true",
+                   help="print each ranking as one JSON line as the model refines it; the last is the final one")
     p.set_defaults(func=cmd_find)
 
     p = sub.add_parser("related", help="fragments FragRel relates to a location")

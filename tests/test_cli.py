@@ -104,3 +104,37 @@ def test_a_benchmark_without_its_chart_library_says_so_before_running(tmp_path):
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert "matplotlib" in out.stderr and ".[bench]" in out.stderr
     assert not doc.exists()
+
+
+ORDER_TOTAL = ("Work out what an order costs in all: take the unit prices and how many of each item "
+               "were bought, multiply each pair and sum the products.")
+
+
+def stream_lines(out: subprocess.CompletedProcess) -> list[dict]:
+    assert out.returncode == 0, out.stderr
+    return [json.loads(line) for line in out.stdout.splitlines()]
+
+
+def test_find_stream_of_retrieval_is_one_final_line(repo, tmp_path):
+    run("index", str(repo), "--no-embeddings", cache=tmp_path / "cache")
+    plain = run("find", str(repo), "add an item to the cart", "--top", "4", "--json", cache=tmp_path / "cache")
+    lines = stream_lines(run("find", str(repo), "add an item to the cart", "--top", "4", "--stream",
+                             cache=tmp_path / "cache"))
+    assert len(lines) == 1 and lines[0]["done"] is True
+    assert lines[0]["results"] == json.loads(plain.stdout)
+    assert lines[0]["evidence"] == ["retrieval"] * 4
+
+
+@pytest.mark.model
+def test_find_stream_prints_each_ranking_and_ends_with_the_plain_answer(tmp_path):
+    args = ("find", str(FIXTURES / "calcrepo"), ORDER_TOTAL, "--strategy", "prism", "--top", "3",
+            "--candidates", "3")
+    lines = stream_lines(run(*args, "--stream", cache=tmp_path / "cache"))
+    plain = run(*args, "--json", cache=tmp_path / "cache")
+    assert plain.returncode == 0, plain.stderr
+    # Retrieval's list first, one line per candidate the model scores, the final one last.
+    assert [(line["scored"], line["done"]) for line in lines] == [(0, False), (1, False), (2, False),
+                                                                  (3, False), (3, True)]
+    assert [line["progress"] for line in lines[:2]] == ["scored 0 of 3", "scored 1 of 3"]
+    assert lines[0]["evidence"] == ["retrieval"] * 3 and lines[-1]["evidence"] == ["model"] * 3
+    assert lines[-1]["results"] == json.loads(plain.stdout)

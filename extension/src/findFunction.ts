@@ -1,5 +1,5 @@
 import * as vscode from 'vscode';
-import { FIND_FUNCTION, FindArguments, FoundFunction, Range } from './protocol';
+import { Evidence, FIND_FUNCTION, FindArguments, FindUpdate, FoundFunction, Range } from './protocol';
 import { PrismServer, errorMessage } from './server';
 
 export const FIND_FUNCTION_COMMAND = 'prism-code.findFunction';
@@ -7,6 +7,7 @@ const TOP = 20;
 
 interface FoundItem extends vscode.QuickPickItem {
   found: FoundFunction;
+  evidence: Evidence;
 }
 
 /**
@@ -21,23 +22,9 @@ export function registerFindFunction(server: PrismServer): vscode.Disposable {
     if (!description) {
       return;
     }
-    const found = await search(server, description);
-    if (!found) {
-      return;
-    }
-    if (found.length === 0) {
-      void vscode.window.showInformationMessage(
-        `PRISM: no function matches "${description}" (if indexing is still running, try again when it is done)`);
-      return;
-    }
-    const picked = await vscode.window.showQuickPick(found.map(toItem), {
-      title: `PRISM: functions for "${description}"`,
-      placeHolder: 'Best match first; pick one to open it',
-      matchOnDescription: true,
-      matchOnDetail: true,
-    });
+    const picked = await pickLive(server, description);
     if (picked) {
-      await reveal(picked.found);
+      await reveal(picked);
     }
   });
 }
@@ -52,32 +39,101 @@ function askDescription(): Thenable<string | undefined> {
   }).then((value) => value?.trim());
 }
 
-// Undefined when the search was cancelled or failed (the user has been told).
-async function search(server: PrismServer, description: string): Promise<FoundFunction[] | undefined> {
-  const args: FindArguments = { description, top: TOP };
-  return vscode.window.withProgress({
-    location: vscode.ProgressLocation.Notification,
-    title: `PRISM: finding "${description}"`,
-    cancellable: true,
-  }, async (_progress, token) => {
-    try {
-      return await server.command<FoundFunction[]>(FIND_FUNCTION, [args], token);
-    } catch (error) {
-      if (!token.isCancellationRequested) {
+let nextToken = 1;
+
+/**
+ * The pick opens at once and fills with the first list the server has: for a model
+ * strategy that is retrieval's (a prism/findUpdate), reordered in place each time the
+ * model scores a candidate, until the response brings the final list. The user may pick
+ * at any moment; picking or closing cancels the request, which stops the model's work.
+ */
+function pickLive(server: PrismServer, description: string): Promise<FoundFunction | undefined> {
+  const updateToken = `find-${nextToken++}`;
+  const cancel = new vscode.CancellationTokenSource();
+  const pick = vscode.window.createQuickPick<FoundItem>();
+  pick.title = `PRISM: finding "${description}"`;
+  pick.placeholder = 'Best match first; pick one to open it';
+  pick.matchOnDescription = true;
+  pick.matchOnDetail = true;
+  pick.busy = true;
+
+  const show = (found: FoundFunction[], evidence: Evidence[] | undefined, refining: string | undefined): void => {
+    // A reorder keeps the highlight on the function the user was looking at.
+    const active = pick.activeItems[0]?.found;
+    pick.items = found.map((f, i) => toItem(f, evidence?.[i] ?? 'retrieval'));
+    const still = active && pick.items.find((item) => sameFunction(item.found, active));
+    if (still && still !== pick.items[0]) {
+      pick.activeItems = [still];
+    }
+    pick.title = `PRISM: functions for "${description}"`
+      + (refining ? ` (refining with the local model: ${refining})` : '');
+  };
+
+  return new Promise((resolve) => {
+    let settled = false;
+    let final = false; // the last update shown is the final list
+    const subscriptions: vscode.Disposable[] = [];
+    const finish = (picked: FoundFunction | undefined): void => {
+      if (settled) {
+        return;
+      }
+      settled = true;
+      cancel.cancel();
+      cancel.dispose();
+      subscriptions.forEach((s) => s.dispose());
+      pick.dispose();
+      resolve(picked);
+    };
+    subscriptions.push(
+      server.onFindUpdate((update: FindUpdate) => {
+        if (update.token === updateToken && !settled) {
+          show(update.results, update.evidence, update.done ? undefined : `${update.scored}/${update.total}`);
+          pick.busy = !update.done;
+          final = update.done;
+        }
+      }),
+      pick.onDidAccept(() => finish(pick.selectedItems[0]?.found ?? pick.activeItems[0]?.found)),
+      pick.onDidHide(() => finish(undefined)),
+    );
+    pick.show();
+    const args: FindArguments = { description, top: TOP, updateToken };
+    server.command<FoundFunction[]>(FIND_FUNCTION, [args], cancel.token).then((found) => {
+      if (settled) {
+        return;
+      }
+      if (found.length === 0) {
+        finish(undefined);
+        void vscode.window.showInformationMessage(
+          `PRISM: no function matches "${description}" (if indexing is still running, try again when it is done)`);
+        return;
+      }
+      // The final update, when there was one, showed this list already (with its evidence).
+      if (!final) {
+        show(found, undefined, undefined);
+      }
+      pick.busy = false;
+    }, (error: unknown) => {
+      if (!settled) {
+        finish(undefined);
         void vscode.window.showErrorMessage(`PRISM: Find Function failed: ${errorMessage(error)}`);
       }
-      return undefined;
-    }
+    });
   });
 }
 
-function toItem(found: FoundFunction): FoundItem {
+function sameFunction(a: FoundFunction, b: FoundFunction): boolean {
+  return a.uri === b.uri && a.qualname === b.qualname && a.range.start.line === b.range.start.line;
+}
+
+function toItem(found: FoundFunction, evidence: Evidence): FoundItem {
   const uri = vscode.Uri.parse(found.uri);
   return {
     label: found.qualname,
     description: `${vscode.workspace.asRelativePath(uri)}:${found.range.start.line + 1}`,
-    detail: found.reason,
+    // The model's evidence, once it has read the candidate, is marked apart from retrieval's.
+    detail: evidence === 'model' ? `$(sparkle) ${found.reason}` : found.reason,
     found,
+    evidence,
   };
 }
 

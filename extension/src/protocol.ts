@@ -25,6 +25,23 @@ export interface FindArguments {
   description: string;
   top?: number;
   strategy?: string;
+  // Asks for prism/findUpdate notifications carrying this token while a model strategy works.
+  updateToken?: string | number;
+}
+
+// A model find's ranking on the way to its answer (prism_code/lsp/find_updates.py).
+export const FIND_UPDATE = 'prism/findUpdate';
+
+export type Evidence = 'retrieval' | 'model';
+
+export interface FindUpdate {
+  token: string | number;
+  done: boolean;
+  scored: number;
+  total: number;
+  progress: string;
+  results: FoundFunction[];
+  evidence: Evidence[];
 }
 
 export interface FoundFunction {

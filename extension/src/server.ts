@@ -11,7 +11,7 @@ import {
   WorkDoneProgressReport,
 } from 'vscode-languageclient/node';
 import { Interpreter, interpreterProblem, resolveInterpreter } from './interpreter';
-import { INDEX_PROGRESS_PREFIX } from './protocol';
+import { FIND_UPDATE, FindUpdate, INDEX_PROGRESS_PREFIX } from './protocol';
 import { SECTION, serverSettings } from './settings';
 
 // The languages the server parses (prism_code/parse/languages.py), as VS Code names them.
@@ -35,11 +35,14 @@ export class PrismServer implements vscode.Disposable {
   private queue: Promise<void> = Promise.resolve();
   private readonly stateChanged = new vscode.EventEmitter<void>();
   private readonly indexProgress = new vscode.EventEmitter<IndexProgress>();
+  private readonly findUpdate = new vscode.EventEmitter<FindUpdate>();
 
   /** Fires when the server starts, stops, or fails to start. */
   readonly onDidChangeState = this.stateChanged.event;
   /** The server's work-done progress for indexing, as it arrives. */
   readonly onIndexProgress = this.indexProgress.event;
+  /** A model find's rankings as the model refines them (prism/findUpdate). */
+  readonly onFindUpdate = this.findUpdate.event;
 
   constructor(private readonly extensionPath: string, private readonly log: vscode.LogOutputChannel) {}
 
@@ -88,6 +91,7 @@ export class PrismServer implements vscode.Disposable {
     void this.stop();
     this.stateChanged.dispose();
     this.indexProgress.dispose();
+    this.findUpdate.dispose();
   }
 
   /** Runs a server command through workspace/executeCommand; cancelling sends $/cancelRequest. */
@@ -171,6 +175,7 @@ export class PrismServer implements vscode.Disposable {
       this.clientOptions(folder));
     // textDocument/inlineCompletion (LSP 3.18) is a proposed feature in vscode-languageclient 9.
     client.registerProposedFeatures();
+    client.onNotification(FIND_UPDATE, (update: FindUpdate) => this.findUpdate.fire(update));
     client.onDidChangeState((event) => {
       if (event.newState === State.Stopped && this.client === client) {
         this.setWhy('the server stopped: see the PRISM output, then run PRISM: Restart Server');

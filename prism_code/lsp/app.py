@@ -32,6 +32,7 @@ from prism_code.lsp import commands, completion_items, heap, stdio
 from prism_code.lsp.bridge import FIND_PROGRESS, NOTES_PROGRESS, ClientBridge, ClientLogHandler
 from prism_code.lsp.completion_debounce import CompletionRequest
 from prism_code.lsp.completion_model import CompletionModel
+from prism_code.lsp.find_updates import FindUpdates
 from prism_code.lsp.locations import cursor, lsp_lines, span_range, uri_path
 from prism_code.lsp.model_host import ModelHost
 from prism_code.lsp.model_scheduler import ModelScheduler, last_code_position
@@ -419,10 +420,14 @@ async def find_function(ls: PrismServer, *arguments: Any) -> list[dict[str, Any]
 
 async def find_with_model(ls: PrismServer, args: commands.FindArgs,
                           states: list[WorkspaceState]) -> list[Found]:
-    """A PRISM / WiM / long-context pass on the model thread; its steps stream as $/progress."""
+    """A PRISM / WiM / long-context pass on the model thread; its steps stream as $/progress,
+    its rankings as prism/findUpdate when the client gave an updateToken."""
     if ls.models is None or ls.bridge is None:
         raise JsonRpcInternalError("the model is not available before initialization")
     bridge, models = ls.bridge, ls.models
+    updates = None if args.update_token is None else FindUpdates(
+        args.update_token, args.top, len(states), ls.workspace.position_codec,
+        lambda method, params: bridge.call(ls.protocol.notify, method, params))
     with ls.protocol.cancellable() as flag:
         def job(session: Any) -> list[Found]:
             if session is None:
@@ -435,7 +440,7 @@ async def find_with_model(ls: PrismServer, args: commands.FindArgs,
                     progress.report(event.stage, event.message, 100 * event.done / max(event.total, 1))
                 found = [hit for state in states for hit in state.find_with_model(
                     args.strategy, args.description, args.top, session, on_event, flag.is_set,
-                    models.state_dir)]
+                    models.state_dir, updates.ranking if updates is not None else None)]
             finally:
                 progress.end("done")
             return found[:args.top]

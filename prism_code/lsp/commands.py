@@ -38,18 +38,20 @@ class FindArgs:
     description: str
     top: int
     strategy: Strategy
+    # Set by a client that follows a model strategy's rankings (prism/findUpdate carries it).
+    update_token: str | int | None = None
 
 
 def find_args(arguments: Sequence[Any], default_strategy: Strategy) -> FindArgs:
     """The one argument object of prism.findFunction, or InvalidParams saying what is wrong."""
     usage = ('prism.findFunction takes one object argument: {"description": str, '
-             '"top": int = 10, "strategy": str}')
+             '"top": int = 10, "strategy": str, "updateToken": str | int}')
     if len(arguments) != 1 or not isinstance(arguments[0], Mapping):
         raise JsonRpcInvalidParams(f"{usage}; got {len(arguments)} argument(s)"
                                    + ("" if len(arguments) != 1 else
                                       f" of type {type(arguments[0]).__name__}"))
     given = arguments[0]
-    unknown = sorted(set(given) - {"description", "top", "strategy"})
+    unknown = sorted(set(given) - {"description", "top", "strategy", "updateToken"})
     if unknown:
         raise JsonRpcInvalidParams(f"{usage}; unknown field(s): {', '.join(unknown)}")
     description = given.get("description")
@@ -69,7 +71,10 @@ def find_args(arguments: Sequence[Any], default_strategy: Strategy) -> FindArgs:
     if strategy is None:
         raise JsonRpcInvalidParams(f"unknown strategy {given_strategy!r}; available: "
                                    f"{', '.join(FIND_STRATEGIES)}")
-    return FindArgs(description, top, strategy)
+    token = given.get("updateToken")
+    if token is not None and (isinstance(token, bool) or not isinstance(token, (str, int))):
+        raise JsonRpcInvalidParams(f'"updateToken" must be a string or an integer, got {token!r}')
+    return FindArgs(description, top, strategy, token)
 
 
 def no_args(command: str, arguments: Sequence[Any]) -> None:

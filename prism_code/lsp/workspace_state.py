@@ -41,6 +41,7 @@ from prism_code.store import CacheDirError, IndexBusy, is_damage
 from prism_code.tasks.find_events import FindListener
 from prism_code.tasks.find_function import FoundFunction, FunctionSearch
 from prism_code.tasks.find_strategies import run_find
+from prism_code.tasks.find_stream import Ranking
 from prism_code.tasks.hover import HoverNote, ModuleHover, hover_at
 
 if TYPE_CHECKING:  # llama.cpp loads on the model thread, not at import
@@ -240,9 +241,10 @@ class WorkspaceState:
         return [Found(r, self.root, _line(index, r.path, r.end_line)) for r in results]
 
     def find_with_model(self, strategy: str, query: str, top: int, session: LlamaSession,
-                        on_event: FindListener, cancelled: CancelCheck,
-                        state_dir: Path | None = None) -> list[Found]:
-        """A model strategy (prism, wim, long-context) over this workspace; model thread only."""
+                        on_event: FindListener, cancelled: CancelCheck, state_dir: Path | None = None,
+                        on_ranking: Callable[[list[Found], Ranking], None] | None = None) -> list[Found]:
+        """A model strategy (prism, wim, long-context) over this workspace; model thread only.
+        `on_ranking` hears each ranking on the way (tasks/find_stream), the final one last."""
         index, finder = self.index, self._finder
         if index is None or finder is None:
             return []
@@ -253,10 +255,17 @@ class WorkspaceState:
 
             # PRISM's task, rules and schema do not change between queries: their KV state is a file.
             options["state_cache"] = StateCache(state_dir)
+        def found(results: list[FoundFunction]) -> list[Found]:
+            return [Found(r, self.root, _line(index, r.path, r.end_line)) for r in results]
+
+        def ranked(ranking: Ranking) -> None:
+            if on_ranking is not None:
+                on_ranking(found(ranking.results), ranking)
+
         with self._search_lock:
             outcome = run_find(strategy, finder, query, top=top, session=session, on_event=on_event,
-                               cancelled=cancelled, **options)
-        return [Found(r, self.root, _line(index, r.path, r.end_line)) for r in outcome.results]
+                               cancelled=cancelled, on_ranking=ranked, **options)
+        return found(outcome.results)
 
     def hover(self, path: str, line: int, col: int,
               text: str | None) -> HoverNote | ModuleHover | None:
