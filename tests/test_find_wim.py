@@ -13,13 +13,14 @@ from prism_code.memory.accounting import Accounting
 from prism_code.tasks.find_events import FindEvent
 from prism_code.tasks.find_function import FunctionSearch
 from prism_code.tasks.find_outcome import candidate_labels
+from prism_code.tasks.find_strategies import run_find
+from prism_code.tasks.find_stream import Ranking
 from prism_code.tasks.find_wim import (
     Candidate,
     WimReader,
     WimRun,
     WimSettings,
     build_candidates,
-    find_wim,
     parse_final_answer,
     rank_results,
     segment_bounds,
@@ -66,9 +67,18 @@ def test_margin_removal_leaves_cache_as_a_cold_run(model_session, search: Functi
 @pytest.mark.model
 def test_wim_puts_the_described_function_first_and_streams_margins(model_session, search: FunctionSearch) -> None:
     events: list[FindEvent] = []
-    outcome = find_wim(model_session, search, TOTAL, top=7, candidates=7, on_event=events.append,
-                       settings=WimSettings(first_segment=2, segment=3))
+    rankings: list[Ranking] = []
+    outcome = run_find("wim", search, TOTAL, top=7, session=model_session, candidates=7, on_event=events.append,
+                       on_ranking=rankings.append, settings=WimSettings(first_segment=2, segment=3))
     assert outcome.results[0].qualname == "total_price"
+    # Anytime: retrieval's list before any margin, one ranking per margin, the answer last.
+    read = [r.scored for r in rankings[1:-1]]
+    assert rankings[0].scored == 0 and rankings[0].evidence == ["retrieval"] * 7
+    assert [r.qualname for r in rankings[0].results] == [r.qualname for r in search.search(TOTAL, top=7)]
+    assert read == [2, 5, 7][:len(read)] and read and all(r.total == 7 for r in rankings)
+    assert [r.evidence.count("model") for r in rankings[1:-1]] == read
+    assert rankings[-1].done and rankings[-1].results == outcome.results
+    assert not any(r.done for r in rankings[:-1])
     assert len(outcome.results) == 7
     assert all(r.reason for r in outcome.results)
     margins = [e for e in events if e.stage == "margin"]
