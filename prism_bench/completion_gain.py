@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from prism_bench.bootstrap import interval, paired_difference
-from prism_bench.completion_modes import FLOOR, MODES, mode_key
+from prism_bench.completion_modes import FLOOR, MODES, PRODUCT_OFF, PRODUCT_ON, mode_key
 from prism_bench.machine_speed import MachineSpeed, measure
 from prism_bench.repoeval_data import (
     CURSOR_KINDS,
@@ -195,8 +195,16 @@ def markdown(result: GainResult, command: str) -> str:
         "over tasks, gains are paired by task.",
         "",
         table(header, rows),
+        *(["", _retrieval_gain(result, tasks)] if {PRODUCT_ON, PRODUCT_OFF} <= set(modes) else []),
         *(["", result.speed.sentence()] if result.speed else []),
     ])
+
+
+def _retrieval_gain(result: GainResult, tasks: Sequence[CompletionTask]) -> str:
+    """What retrieval adds to the product's own prompt, paired by task."""
+    em = paired_difference(_column(result, PRODUCT_ON, "em", tasks), _column(result, PRODUCT_OFF, "em", tasks))
+    es = paired_difference(_column(result, PRODUCT_ON, "es", tasks), _column(result, PRODUCT_OFF, "es", tasks))
+    return f"Retrieval's gain (product, retrieval on minus off, paired): EM {em.signed()}, ES {es.signed()}."
 
 
 def chart(result: GainResult, path: Path) -> Path:
