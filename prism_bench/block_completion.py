@@ -10,19 +10,18 @@ a user who accepts k lines gets.
 from __future__ import annotations
 
 import hashlib
-import json
 import statistics
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from prism_bench.block_tasks import BLOCK_LINES, BlockTask, build_block_benchmark, load_block_tasks
 from prism_bench.bootstrap import interval
 from prism_bench.machine_speed import MachineSpeed, measure
-from prism_bench.repoeval_data import PROJECTS, default_cache_dir, project_root
-from prism_code.index import RepoIndex
+from prism_bench.repoeval_data import default_cache_dir
+from prism_bench.task_runs import append_outcome, by_project, load_outcomes
 from prism_code.llm import LlamaSession
 from prism_code.progress import StageBars
-from prism_code.tasks.complete import Completer, CompletionSettings
+from prism_code.tasks.complete import CompletionSettings
 
 MODES: dict[str, CompletionSettings] = {
     "retrieval off": CompletionSettings(max_lines=BLOCK_LINES, retrieval=False),
@@ -60,18 +59,6 @@ def _file(cache: Path, model: str, tasks_file: Path, mode: str) -> Path:
     return cache / "block-results" / f"{key}.jsonl"
 
 
-def _known(path: Path) -> dict[str, BlockOutcome]:
-    out = {}
-    if path.is_file():
-        for line in path.read_text(encoding="utf-8").splitlines():
-            try:
-                o = BlockOutcome(**json.loads(line))
-            except (ValueError, TypeError):
-                continue
-            out[o.task_id] = o
-    return out
-
-
 def run(model: str, modes: list[str], split: str = "all", limit: int | None = None,
         threads: int = 2) -> BlockResult:
     cache = default_cache_dir()
@@ -81,7 +68,7 @@ def run(model: str, modes: list[str], split: str = "all", limit: int | None = No
         tasks = [tasks[i * len(tasks) // limit] for i in range(limit)]
     result = BlockResult(model, tasks)
     files = {m: _file(cache, model, tasks_file, m) for m in modes}
-    result.outcomes = {m: _known(files[m]) for m in modes}
+    result.outcomes = {m: load_outcomes(files[m], BlockOutcome) for m in modes}
     pending = [(t, m) for t in tasks for m in modes if t.task_id not in result.outcomes[m]]
     if not pending:
         return result
@@ -89,25 +76,14 @@ def run(model: str, modes: list[str], split: str = "all", limit: int | None = No
     result.speed = measure(session)
     bars, done = StageBars(), 0
     try:
-        for spec in PROJECTS:
-            todo = [(t, m) for t, m in pending if t.project == spec.package]
-            if not todo:
-                continue
-            root = project_root(spec, cache)
-            index = RepoIndex(root, cache_dir=cache / "indexes")
-            index.update()
-            completers = {m: Completer(index, session, replace(MODES[m])) for m in modes}
-            for task, mode in todo:
-                text, line, col = task.blanked(root)
-                answer = completers[mode].complete(task.path, text, line, col)
-                got = BlockOutcome(task.task_id, answer.completion.split("\n"), answer.latency_ms, answer.decoded)
-                result.outcomes[mode][task.task_id] = got
-                files[mode].parent.mkdir(parents=True, exist_ok=True)
-                with open(files[mode], "a", encoding="utf-8") as out:
-                    out.write(json.dumps(asdict(got), ensure_ascii=False) + "\n")
-                done += 1
-                bars("block completions", done, len(pending))
-            index.close()
+        for task, mode, completer, root in by_project(pending, cache, MODES, session):
+            text, line, col = task.blanked(root)
+            answer = completer.complete(task.path, text, line, col)
+            got = BlockOutcome(task.task_id, answer.completion.split("\n"), answer.latency_ms, answer.decoded)
+            result.outcomes[mode][task.task_id] = got
+            append_outcome(files[mode], got)
+            done += 1
+            bars("block completions", done, len(pending))
     finally:
         bars.close()
         session.close()

@@ -11,10 +11,9 @@ intervals and its paired gain over the floor.
 from __future__ import annotations
 
 import hashlib
-import json
 import statistics
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from prism_bench.bootstrap import interval, paired_difference
@@ -22,16 +21,14 @@ from prism_bench.completion_modes import FLOOR, MODES, PRODUCT_OFF, PRODUCT_ON, 
 from prism_bench.machine_speed import MachineSpeed, measure
 from prism_bench.repoeval_data import (
     CURSOR_KINDS,
-    PROJECTS,
     CompletionTask,
     build_benchmark,
     default_cache_dir,
     edit_similarity,
     exact_match,
     load_tasks,
-    project_root,
 )
-from prism_code.index import RepoIndex
+from prism_bench.task_runs import append_outcome, by_project, load_outcomes
 from prism_code.llm import LlamaSession
 from prism_code.progress import StageBars
 from prism_code.tasks.complete import Completer
@@ -77,19 +74,6 @@ def _results_file(cache: Path, model: str, task_file: Path, mode: str) -> Path:
     return cache / "completion-results" / f"{key}.jsonl"
 
 
-def _load_outcomes(path: Path) -> dict[str, Outcome]:
-    if not path.is_file():
-        return {}
-    known = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            outcome = Outcome(**json.loads(line))
-        except (ValueError, TypeError):
-            continue  # a line cut by an interrupted run
-        known[outcome.task_id] = outcome
-    return known
-
-
 def run(model: str, modes: Sequence[str], split: str = "tune", threads: int = 2,
         limit: int | None = None, compute: bool = True) -> GainResult:
     """Complete every task of `split` ("tune", "test" or "all") in each mode not already known.
@@ -103,7 +87,7 @@ def run(model: str, modes: Sequence[str], split: str = "tune", threads: int = 2,
         tasks = _spread(tasks, limit)
     result = GainResult(model, split, tasks)
     files = {mode: _results_file(cache, model, task_file, mode) for mode in modes}
-    result.outcomes = {mode: _load_outcomes(files[mode]) for mode in modes}
+    result.outcomes = {mode: load_outcomes(files[mode], Outcome) for mode in modes}
     pending = [(t, m) for t in tasks for m in modes if t.task_id not in result.outcomes[m]]
     if not compute:
         missing = {t.task_id for t, _ in pending}
@@ -113,26 +97,14 @@ def run(model: str, modes: Sequence[str], split: str = "tune", threads: int = 2,
         return result
     session = LlamaSession.open(model, n_threads=threads)
     result.speed = measure(session)
-    bars = StageBars()
-    done = 0
+    bars, done = StageBars(), 0
     try:
-        for spec in PROJECTS:
-            todo = [(t, m) for t, m in pending if t.project == spec.package]
-            if not todo:
-                continue
-            root = project_root(spec, cache)
-            index = RepoIndex(root, cache_dir=cache / "indexes")
-            index.update()
-            completers = {m: Completer(index, session, MODES[m]) for m in modes}
-            for task, mode in todo:
-                outcome = _complete(completers[mode], task, root)
-                result.outcomes[mode][task.task_id] = outcome
-                files[mode].parent.mkdir(parents=True, exist_ok=True)
-                with open(files[mode], "a", encoding="utf-8") as out:
-                    out.write(json.dumps(asdict(outcome), ensure_ascii=False) + "\n")
-                done += 1
-                bars("completions", done, len(pending))
-            index.close()
+        for task, mode, completer, root in by_project(pending, cache, MODES, session):
+            outcome = _complete(completer, task, root)
+            result.outcomes[mode][task.task_id] = outcome
+            append_outcome(files[mode], outcome)
+            done += 1
+            bars("completions", done, len(pending))
     finally:
         bars.close()
         session.close()

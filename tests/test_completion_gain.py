@@ -7,6 +7,7 @@ from pathlib import Path
 
 from prism_bench import completion_gain
 from prism_bench.repoeval_data import CURSOR_KINDS, build_tasks
+from prism_bench.task_runs import load_outcomes
 from prism_code.tasks.fim import split_at_cursor
 
 SOURCE = '''\
@@ -57,4 +58,4 @@ def test_an_interrupted_results_file_keeps_the_finished_outcomes(tmp_path: Path)
     done = completion_gain.Outcome("p/line/0", "x = 1", True, 1.0, 900, 812.5)
     path = tmp_path / "results.jsonl"
     path.write_text(json.dumps(done.__dict__) + "\n" + '{"task_id": "p/line/1", "compl')
-    assert completion_gain._load_outcomes(path) == {"p/line/0": done}
+    assert load_outcomes(path, completion_gain.Outcome) == {"p/line/0": done}
