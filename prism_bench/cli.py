@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
 from pathlib import Path
 
 from prism_bench.report import command_line, write_section
@@ -149,10 +150,7 @@ def run(args: argparse.Namespace) -> int:
     elif args.bench == "repoeval":
         from prism_bench import repoeval
 
-        modes = args.modes or list(repoeval.MODES)
-        unknown = set(modes) - set(repoeval.MODES)
-        if unknown:
-            raise ValueError(f"unknown modes {sorted(unknown)}; choose from {list(repoeval.MODES)}")
+        modes = chosen_modes(args.modes, repoeval.MODES, list(repoeval.MODES))
         evaluation = repoeval.run(args.model, args.per_project, modes, threads=args.threads)
         body = repoeval.markdown(evaluation, command)
         section = f"repoeval-{args.model}"
@@ -162,10 +160,7 @@ def run(args: argparse.Namespace) -> int:
     elif args.bench == "completion":
         from prism_bench import completion_gain, completion_modes
 
-        modes = args.modes or list(completion_modes.DEFAULT_MODES)
-        unknown = set(modes) - set(completion_modes.MODES)
-        if unknown:
-            raise ValueError(f"unknown modes {sorted(unknown)}; choose from {list(completion_modes.MODES)}")
+        modes = chosen_modes(args.modes, completion_modes.MODES, list(completion_modes.DEFAULT_MODES))
         gain = completion_gain.run(args.model, modes, args.split, args.threads, args.limit,
                                    compute=not args.known_only)
         body = completion_gain.markdown(gain, command)
@@ -176,10 +171,7 @@ def run(args: argparse.Namespace) -> int:
     elif args.bench == "blocks":
         from prism_bench import block_completion
 
-        modes = args.modes or list(block_completion.MODES)
-        unknown = set(modes) - set(block_completion.MODES)
-        if unknown:
-            raise ValueError(f"unknown modes {sorted(unknown)}; choose from {list(block_completion.MODES)}")
+        modes = chosen_modes(args.modes, block_completion.MODES, list(block_completion.MODES))
         blocks = block_completion.run(args.model, modes, args.split, args.limit, args.threads)
         body = block_completion.markdown(blocks, command)
         section = f"completion-blocks-{args.model}"
@@ -279,3 +271,12 @@ def _repoqa_strategy(args: argparse.Namespace, haystacks, index_cache: Path, com
             "-ablation" if args.ablation else "")
         write_section(args.write, f"repoqa-{args.strategy}-{args.model}{suffix}", body)
     return 0
+
+
+def chosen_modes(asked: list[str] | None, known: Mapping[str, object], default: list[str]) -> list[str]:
+    """The modes a bench was asked for (its default when none), each one it knows."""
+    modes = asked or default
+    unknown = set(modes) - set(known)
+    if unknown:
+        raise ValueError(f"unknown modes {sorted(unknown)}; choose from {list(known)}")
+    return modes
