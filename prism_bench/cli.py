@@ -18,7 +18,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--strategy", choices=["retrieval", "prism", "wim", "long-context"], default="retrieval")
     p.add_argument("--repos", nargs="*", help="only these repositories (owner/name)")
     p.add_argument("--lang", choices=["python", "cpp", "java", "typescript", "rust", "all"], default="python",
-                   help="retrieval: which needles (all = the four non-Python languages, one after another)")
+                   help="which needles (all = the four non-Python languages, one after another)")
     p.add_argument("--no-embeddings", action="store_true",
                    help="retrieval: index only; needles not located and BM25 ranks, no embedding model")
     p.add_argument("--model", default="qwen2.5-coder-0.5b", help="model strategies: a registry name or GGUF path")
@@ -206,8 +206,6 @@ def run(args: argparse.Namespace) -> int:
 def _repoqa_multi(args: argparse.Namespace, command: str) -> int:
     from prism_bench import repoqa_data, repoqa_retrieval
 
-    if args.strategy != "retrieval":
-        raise ValueError("--lang other than python runs the retrieval strategy only")
     languages = list(repoqa_data.MULTI_LANGUAGES) if args.lang == "all" else [args.lang]
     index_cache = (args.cache_dir or repoqa_data.default_cache_dir()) / "indexes"
     by_language = {}
@@ -216,6 +214,10 @@ def _repoqa_multi(args: argparse.Namespace, command: str) -> int:
         if args.repos:
             haystacks = [h for h in haystacks if h.repo in args.repos]
         by_language[language] = haystacks
+    if args.strategy != "retrieval":
+        for language, haystacks in by_language.items():
+            _repoqa_strategy(args, haystacks, index_cache, command, language)
+        return 0
     if args.no_embeddings:
         results = [repoqa_retrieval.run_lexical(h, index_cache, language) for language, h in by_language.items()]
         body = repoqa_retrieval.lexical_markdown(results, command)
@@ -234,7 +236,8 @@ def _repoqa_multi(args: argparse.Namespace, command: str) -> int:
     return 0
 
 
-def _repoqa_strategy(args: argparse.Namespace, haystacks, index_cache: Path, command: str) -> int:
+def _repoqa_strategy(args: argparse.Namespace, haystacks, index_cache: Path, command: str,
+                     language: str = "python") -> int:
     from prism_bench import repoqa_strategies
 
     if args.view_tokens:
@@ -262,14 +265,16 @@ def _repoqa_strategy(args: argparse.Namespace, haystacks, index_cache: Path, com
     if args.strategy == "long-context" and args.token_budget:
         options["token_budget"] = args.token_budget
     result = repoqa_strategies.run(haystacks, index_cache, args.strategy, args.model, limit=args.limit,
-                                   threads=args.threads, ablation=args.ablation, **options)
+                                   threads=args.threads, ablation=args.ablation, overlap=language != "python",
+                                   **options)
     body = repoqa_strategies.markdown(result, command)
     print(body)
     if args.write:
         suffix = (f"-{args.view}" if args.strategy == "prism" and args.view else "") + (
             f"-{args.evidence}" if args.strategy == "prism" and args.evidence else "") + (
             "-ablation" if args.ablation else "")
-        write_section(args.write, f"repoqa-{args.strategy}-{args.model}{suffix}", body)
+        prefix = "repoqa" if language == "python" else f"repoqa-{language}"
+        write_section(args.write, f"{prefix}-{args.strategy}-{args.model}{suffix}", body)
     return 0
 
 

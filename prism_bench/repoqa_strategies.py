@@ -17,13 +17,13 @@ import statistics
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import zip_longest
 from pathlib import Path
 
 from prism_bench.machine_speed import MachineSpeed, measure
 from prism_bench.repoqa_data import Haystack, Needle
-from prism_bench.repoqa_retrieval import haystack_search
+from prism_bench.repoqa_retrieval import haystack_search, target_row
 from prism_bench.report import table
 from prism_code.index import RepoIndex
 from prism_code.llm.runtime import LlamaSession
@@ -88,7 +88,9 @@ def _is_needle(result, needle: Needle) -> bool:
 
 
 def run(haystacks: list[Haystack], cache_dir: Path, strategy: str, model: str, limit: int | None = None,
-        threads: int = 2, ablation: int = 0, **options) -> StrategyResult:
+        threads: int = 2, ablation: int = 0, overlap: bool = False, **options) -> StrategyResult:
+    """`overlap`: a needle is the indexed function its lines overlap most (repoqa-multi's
+    qualified C++/Rust names start on other lines than the index's), as retrieval's bench has it."""
     chosen = select_needles(haystacks, limit)
     out = StrategyResult(strategy, model, dict(options))
     embedder = Embedder()
@@ -100,7 +102,8 @@ def run(haystacks: list[Haystack], cache_dir: Path, strategy: str, model: str, l
     try:
         # As in the server: PRISM's query-independent prefix comes back from a state file.
         warm = {"state_cache": StateCache(cache_dir.parent / "states")} if strategy == "prism" else {}
-        _run_haystacks(session, haystacks, chosen, cache_dir, embedder, strategy, options, ablation, out, warm)
+        _run_haystacks(session, haystacks, chosen, cache_dir, embedder, strategy, options, ablation, out, warm,
+                       overlap)
     except KeyboardInterrupt:
         out.interrupted = True
     finally:
@@ -116,10 +119,12 @@ def _interrupt(_signum: int, _frame: object) -> None:
 
 def _run_haystacks(session: LlamaSession, haystacks: list[Haystack], chosen: list[tuple[Haystack, Needle]],
                    cache_dir: Path, embedder: Embedder, strategy: str, options: dict, ablation: int,
-                   out: StrategyResult, warm: dict) -> None:
+                   out: StrategyResult, warm: dict, overlap: bool = False) -> None:
     for haystack, needles in by_haystack(haystacks, chosen):
         with haystack_search(haystack, cache_dir, embedder) as search:
             for needle in needles:
+                if overlap:
+                    needle = located(search.index, needle)
                 out.runs.append(_one(session, search, needle, strategy, {**options, **warm}, out.accounting))
                 print(f"{len(out.runs)}/{len(chosen)} {needle.repo}:{needle.name} "
                       f"{'ok' if out.runs[-1].correct else 'miss'} {out.runs[-1].seconds:.1f}s", flush=True)
@@ -134,6 +139,15 @@ def _run_haystacks(session: LlamaSession, haystacks: list[Haystack], chosen: lis
                         # Table 3 compares encodings: the pass's own calls, not the likelihood's scoring.
                         total.add(run_.stats["pass_accounting"])
                         out.variants[label] = (correct + run_.correct, total)
+
+
+def located(index: RepoIndex, needle: Needle) -> Needle:
+    """The needle at the lines of the indexed function it overlaps most (itself when none)."""
+    functions = index.functions()
+    row = target_row(functions, needle, overlap=True)
+    if row is None:
+        return needle
+    return replace(needle, start_line=functions[row].start_line, end_line=functions[row].end_line)
 
 
 def _one(session: LlamaSession, search: FunctionSearch, needle: Needle, strategy: str, options: dict,
