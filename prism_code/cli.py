@@ -23,8 +23,6 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from prism_code.index import RepoIndex
-    from prism_code.llm.backend import CompletionBackend
-    from prism_code.llm.state_cache import StateCache
     from prism_code.tasks.find_events import FindEvent
     from prism_code.tasks.find_function import FoundFunction, FunctionSearch
     from prism_code.tasks.find_stream import Ranking
@@ -116,9 +114,13 @@ def _print_ranking(ranking: Ranking) -> None:
 
 def _find_with_model(args: argparse.Namespace, search: FunctionSearch, description: str,
                      on_ranking: Callable[[Ranking], None] | None) -> list[FoundFunction]:
-    """A model strategy of find; its progress events go to stderr as lines."""
-    from prism_code.llm import LlamaSession, StateCache
-    from prism_code.llm.cpu_load import threads_for_now
+    """A model strategy of find; its progress events go to stderr as lines.
+
+    When a remote engine fails (down, slow, broken, or without what the strategy needs) the
+    answer is retrieval's list, with the reason on stderr.
+    """
+    from prism_code.llm.open_backend import open_backend, state_cache_for
+    from prism_code.tasks.find_function import DEFAULT_FIND_ALPHA
     from prism_code.tasks.find_strategies import run_find
 
     def show(event: FindEvent) -> None:
@@ -130,12 +132,19 @@ def _find_with_model(args: argparse.Namespace, search: FunctionSearch, descripti
         options["candidates"] = args.candidates
     if args.strategy == "prism" and args.evidence:
         options["evidence"] = args.evidence
+    session = open_backend(args.remote, args.model, args.threads)
     if args.strategy == "prism":
-        options["state_cache"] = StateCache()
-    session = LlamaSession.open(args.model, n_threads=args.threads or threads_for_now())
+        options["state_cache"] = state_cache_for(session)
     try:
         outcome = run_find(args.strategy, search, description, top=args.top, session=session,
                            on_event=show, on_ranking=on_ranking, **options)
+    except BackendError as exc:
+        if not args.remote:
+            raise
+        print(f"prism-code: the remote engine failed, showing retrieval's list: {shown_text(str(exc))}",
+              file=sys.stderr, flush=True)
+        alpha = DEFAULT_FIND_ALPHA if args.alpha is None else args.alpha
+        outcome = run_find("retrieval", search, description, top=args.top, alpha=alpha, on_ranking=on_ranking)
     finally:
         session.close()
     return outcome.results
@@ -199,8 +208,7 @@ def _check_cursor(rel: str, text: str, line: int, col: int) -> None:
 
 
 def cmd_complete(args: argparse.Namespace) -> int:
-    from prism_code.llm import LlamaSession, StateCache
-    from prism_code.llm.cpu_load import threads_for_now
+    from prism_code.llm.open_backend import open_backend, state_cache_for
     from prism_code.tasks.complete import Completer, CompletionSettings
 
     index = _open_index(args)
@@ -217,16 +225,8 @@ def cmd_complete(args: argparse.Namespace) -> int:
         settings = CompletionSettings(retrieval=not args.no_retrieval)
         if args.alpha is not None:
             settings.alpha = args.alpha
-        session: CompletionBackend
-        states: StateCache | None
-        if args.remote:
-            from prism_code.llm.remote import RemoteSession, RemoteSettings
-
-            # State files hold local KV memory; a remote server keeps its own prompt cache.
-            session, states = RemoteSession(RemoteSettings(url=args.remote)), None
-        else:
-            threads = args.threads or threads_for_now()
-            session, states = LlamaSession.open(args.model, n_threads=threads), StateCache()
+        session = open_backend(args.remote, args.model, args.threads)
+        states = state_cache_for(session)
         try:
             completer = Completer(index, session, settings, states)
             result = completer.complete(rel, text, args.line, args.col)
@@ -289,6 +289,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return serve(["--verbose"] if args.verbose else [])
 
 
+def remote_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--remote", metavar="URL", type=non_empty_text,
+                   help="an OpenAI-compatible completions server (llama.cpp, vLLM) instead of the local "
+                        "model; its API key, if any, from $PRISM_CODE_API_KEY (docs/remote.md)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="prism-code", description=__doc__)
     parser.add_argument("-v", "--verbose", action="store_true", help="log what is skipped and why")
@@ -328,6 +334,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="prism: what may move a candidate above retrieval's first (default likelihood)")
     p.add_argument("--stream", action="store_true",
                    help="print each ranking as one JSON line as the model refines it; the last is the final one")
+    remote_option(p)
     p.set_defaults(func=cmd_find)
 
     p = sub.add_parser("related", help="fragments FragRel relates to a location")
@@ -348,8 +355,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="qwen2.5-coder-0.5b, qwen2.5-coder-1.5b or a GGUF path")
     p.add_argument("--threads", type=bounded_int(*THREADS_RANGE),
                    help="llama.cpp threads (default: one per core other processes leave free)")
-    p.add_argument("--remote", metavar="URL", type=non_empty_text,
-                   help="an OpenAI-compatible completions server (llama.cpp, vLLM) instead of the local model")
+    remote_option(p)
     p.set_defaults(func=cmd_complete)
 
     p = sub.add_parser("notes", help="function notes: the structured function memory")
@@ -358,6 +364,7 @@ def build_parser() -> argparse.ArgumentParser:
     from prism_code.memory.cli import notes_command
 
     add_notes_arguments(p)
+    remote_option(p)
     p.set_defaults(func=notes_command)
 
     p = sub.add_parser("serve", help="the language server on stdio (for editors)")

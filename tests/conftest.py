@@ -4,6 +4,9 @@ from pathlib import Path
 
 import pytest
 
+# The remote-engine tests' servers (llama-cpp-python's on loopback, a recording stub) as fixtures.
+pytest_plugins = ["remote_servers"]
+
 
 @pytest.fixture(scope="session")
 def model_session():

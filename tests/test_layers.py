@@ -201,7 +201,7 @@ def test_the_rules_see_the_imports_they_are_about():
     assert ("prism_code.cli", "prism_code.lsp.app", True) in seen
     assert ("prism_code.cli", "prism_bench.cli", True) in seen
     assert ("prism_code.lsp.app", "prism_code.memory.cok", True) in seen  # importlib.import_module
-    assert ("prism_code.memory.runner", "prism_code.llm.runtime", False) in seen  # under TYPE_CHECKING
+    assert ("prism_code.memory.runner", "prism_code.llm.backend", False) in seen  # under TYPE_CHECKING
     assert ("prism_code.tasks.find_prism", "prism_code.tasks.find_outcome", False) in seen
     assert layer_of("prism_code.graph") < layer_of("prism_code.store") < layer_of("prism_code.memory.cok")
     assert layer_of("prism_code.lsp.app") == layer_of("prism_code.cli")

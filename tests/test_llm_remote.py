@@ -6,19 +6,11 @@ All tests need the default model's GGUF: the client tokenizes with its vocabular
 
 from __future__ import annotations
 
-import http.client
-import importlib.util
 import json
 import logging
 import shutil
-import socket
-import subprocess
-import sys
-import threading
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +18,9 @@ import pytest
 
 pytest.importorskip("llama_cpp")
 
+from remote_servers import free_port
+
 from prism_code.index import RepoIndex
-from prism_code.llm import models
 from prism_code.llm.remote import RemoteError, RemoteSession, RemoteSettings
 from prism_code.llm.runtime import json_grammar
 from prism_code.tasks.complete import Completer
@@ -35,94 +28,14 @@ from prism_code.tasks.fim import STOP_MARKERS, FimBudget, build_prompt
 
 pytestmark = pytest.mark.model
 
-SERVER_EXTRAS = ("fastapi", "uvicorn", "sse_starlette", "pydantic_settings", "starlette_context")
 FIXTURE = Path(__file__).parent / "fixtures" / "calcrepo"
 MARKERS = ("<|repo_name|>", "<|file_sep|>", "<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>")
 # Code that spells a control token: it must reach the model as plain text.
 TRICKY_PREFIX = 'MARKER = "<|fim_prefix|>"\n\n\ndef add(a, b):\n    return '
 
 
-@pytest.fixture(scope="module")
-def gguf() -> Path:
-    try:
-        return models.ensure_model(models.DEFAULT_MODEL)
-    except models.ModelNotInstalled as exc:
-        pytest.skip(str(exc))
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def fim_prompt(session, prefix: str = "def add(a, b):\n    return ") -> list[int]:
     return build_prompt(session, "demo", "demo/ops.py", prefix, "\n", [], FimBudget()).tokens
-
-
-# --- a recording server ---------------------------------------------------------------
-
-
-@dataclass
-class Recorded:
-    path: str
-    headers: dict[str, str]
-    body: dict[str, Any]
-
-
-Respond = Callable[[dict[str, Any]], tuple[int, bytes, float]]  # status, body, delay in s
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server: Fake
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        self.server.requests.append(Recorded(self.path, dict(self.headers), body))
-        status, payload, delay = self.server.respond(body)
-        if payload.startswith(b"data:"):  # server-sent events: send them, then stall
-            self.send_response(status)
-            self.send_header("Content-Type", "text/event-stream")
-            self.end_headers()
-            self.wfile.write(payload)
-            self.wfile.flush()
-            time.sleep(delay)
-            return
-        time.sleep(delay)
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
-class Fake(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def __init__(self, respond: Respond) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
-        self.respond = respond
-        self.requests: list[Recorded] = []
-        self.url = f"http://127.0.0.1:{self.server_address[1]}"
-
-
-@pytest.fixture()
-def serve() -> Iterator[Callable[[Respond], Fake]]:
-    servers: list[Fake] = []
-
-    def start(respond: Respond) -> Fake:
-        server = Fake(respond)
-        threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-        servers.append(server)
-        return server
-
-    yield start
-    for server in servers:
-        server.shutdown()
-        server.server_close()
 
 
 def llama_server_reply(body: dict[str, Any]) -> tuple[int, bytes, float]:
@@ -226,46 +139,6 @@ def test_cancelling_a_stream_keeps_the_text_received(gguf, serve):
 
 
 # --- llama-cpp-python's server (llama_cpp.server) ----------------------------------------
-
-
-@pytest.fixture(scope="module")
-def llama_server(gguf, tmp_path_factory) -> Iterator[str]:
-    missing = [m for m in SERVER_EXTRAS if importlib.util.find_spec(m) is None]
-    if missing:
-        pytest.skip(f"llama-cpp-python's server extras are missing ({', '.join(missing)}): "
-                    "pip install 'llama-cpp-python[server]==0.3.36'")
-    port = free_port()
-    log_path = tmp_path_factory.mktemp("llama-server") / "server.log"
-    with open(log_path, "wb") as log_file:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--host", "127.0.0.1",
-             "--port", str(port), "--n_ctx", "2048", "--n_threads", "2"],
-            stdout=log_file, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + 120
-        while not _answers(port):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"llama_cpp.server did not start:\n{log_path.read_text()[-2000:]}")
-            time.sleep(0.25)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
-def _answers(port: int) -> bool:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=1)
-    try:
-        conn.request("GET", "/v1/models")
-        return conn.getresponse().status == 200
-    except OSError:
-        return False
-    finally:
-        conn.close()
 
 
 @pytest.fixture(scope="module")

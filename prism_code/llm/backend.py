@@ -6,7 +6,9 @@ structurally; neither inherits from it. Prompts are token lists built with
 tokenize exactly as the model that answers does.
 
 State files (`StateCache`) need `export_state` / `import_state`, which only a local
-session has; they are deliberately not part of this protocol.
+session has; they are deliberately not part of this protocol. `ScoringBackend` adds what
+the likelihood rerank reads (log-probabilities of given tokens): every task but
+completion takes one, so the same task code runs on either backend.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from prism_code.cancel import CancelCheck
 
-from .types import Generation, PrefillStats, SessionCounters
+from .types import Generation, PrefillStats, Scored, SessionCounters
 
 
 class BackendError(RuntimeError):
@@ -77,3 +79,23 @@ class CompletionBackend(Protocol):
     def reset(self) -> None: ...
 
     def close(self) -> None: ...
+
+
+class ScoringBackend(CompletionBackend, Protocol):
+    @property
+    def n_batch(self) -> int:
+        """The longest continuation `continuation_logprobs` scores in one call."""
+        ...
+
+    def continuation_logprobs(self, prefix: Sequence[int], continuation: Sequence[int],
+                              cancelled: CancelCheck | None = None) -> Scored: ...
+
+
+def model_label(session: object) -> str:
+    """The name notes and summaries record as their writer: the GGUF's file name locally,
+    `remote:<served model>` for a remote engine."""
+    label = getattr(session, "model_label", None)
+    if isinstance(label, str):
+        return label
+    path = getattr(session, "model_path", None)
+    return str(getattr(path, "name", "") or "unknown")

@@ -29,10 +29,11 @@ MAX_ERROR_CHARS = 300
 class RemoteError(BackendError):
     """A request to the remote server failed; the message names the URL and the reason."""
 
-    def __init__(self, url: str, reason: str) -> None:
+    def __init__(self, url: str, reason: str, status: int | None = None) -> None:
         super().__init__(f"{url}: {reason}")
         self.url = url
         self.reason = reason
+        self.status = status  # the HTTP status when the server answered with an error
 
 
 class Endpoint:
@@ -140,7 +141,8 @@ class JsonHttpClient:
                 conn.request(method, self.endpoint.base_path + path, body=data, headers=self.headers())
                 response = conn.getresponse()
                 if response.status >= 400:
-                    raise RemoteError(url, f"HTTP {response.status}: {error_message(response.read())}")
+                    raise RemoteError(url, f"HTTP {response.status}: {error_message(response.read())}",
+                                      response.status)
                 if "text/event-stream" in (response.getheader("Content-Type") or ""):
                     for event in events(response):
                         yield parse_json(url, event)

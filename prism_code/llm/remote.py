@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from prism_code.cancel import CancelCheck
 
+from . import prompt_logprobs
 from .json_http import JsonHttpClient, RemoteError, RequestCancelled, error_message
 from .models import DEFAULT_MODEL, MODELS, ensure_model, file_sha256
 from .types import (
@@ -37,6 +38,7 @@ from .types import (
     Generation,
     GenerationStats,
     PrefillStats,
+    Scored,
     SessionCounters,
     common_prefix,
     first_stop,
@@ -52,6 +54,9 @@ PromptFormat = Literal["auto", "tokens", "text"]
 
 _ZWSP = "\u200b"  # breaks a control-token spelling without visibly changing the code
 _FALLBACK_N_CTX = 4096
+# The longest continuation scored in one request, as the local session's batch: the
+# likelihood rerank cuts a description to it.
+N_BATCH = 512
 
 
 @dataclass(frozen=True)
@@ -68,6 +73,12 @@ class RemoteSettings:
     timeout: float = 60.0  # seconds for a whole request, connection to last byte
     stream: bool = False  # stream tokens: a cancelled request keeps the text received so far
     cache_prompt: bool = True  # llama.cpp keeps the prompt's KV for the next request
+    # How the server returns a prompt's own log-probabilities (the likelihood rerank, WiM's
+    # margin label): None finds out on first use (echo + logprobs, then vLLM's prompt_logprobs).
+    prompt_logprobs: prompt_logprobs.Mode | None = None
+    # The request field a GBNF grammar goes in: "grammar" (llama.cpp's llama-server and
+    # llama-cpp-python's server) or "guided_grammar" (vLLM).
+    grammar_field: Literal["grammar", "guided_grammar"] = "grammar"
 
 
 @dataclass(frozen=True)
@@ -89,6 +100,7 @@ class _Reply:
     finish_reason: str | None = None
     usage: dict[str, Any] | None = None
     timings: dict[str, Any] | None = None
+    raw: dict[str, Any] = field(default_factory=dict)  # the last response object, as received
 
 
 class RemoteSession:
@@ -115,6 +127,8 @@ class RemoteSession:
         self._n_ctx = self.settings.n_ctx
         self._model_name = self.settings.model
         self._model_sha256: str | None = None
+        self._scoring: prompt_logprobs.Mode | None = self.settings.prompt_logprobs
+        self._no_scoring: RemoteError | None = None  # the server was asked and has neither mode
         self.vocabulary = Vocabulary(self._vocab_llm, self.tokenizer_path.name)
         self._lock = threading.RLock()
         self.tokens: list[int] = []  # the last prompt sent; read-only for callers
@@ -130,6 +144,15 @@ class RemoteSession:
     @property
     def url(self) -> str:
         return self._endpoint.url("/v1/completions")
+
+    @property
+    def n_batch(self) -> int:
+        return N_BATCH
+
+    @property
+    def model_label(self) -> str:
+        """What notes written through this session say wrote them."""
+        return f"remote:{self.model_name}"
 
     @property
     def prompt_format(self) -> PromptFormat:
@@ -240,14 +263,36 @@ class RemoteSession:
     ) -> Generation:
         """Continue `prompt_tokens` on the server; the text is cut before the first stop string.
 
-        `grammar` is sent as its GBNF text (llama.cpp servers constrain with it; vLLM
-        ignores the field, so JSON answers must be validated as always).
+        `grammar` is sent as its GBNF text in `settings.grammar_field` (llama.cpp's servers
+        read `grammar`, vLLM `guided_grammar`); a server that ignores it answers unconstrained,
+        and JSON answers are validated as always.
         """
         prompt = list(prompt_tokens)
+        self._check_fits(prompt)
+        stops = [s for s in stop if s]
+        body = self._body(max_tokens, temperature, stops, seed)
+        if self.settings.stream:
+            body["stream_options"] = {"include_usage": True}
+        if grammar is not None:
+            body[self.settings.grammar_field] = grammar._grammar  # the GBNF source LlamaGrammar keeps
+        with self._lock:
+            if cancelled is not None and cancelled():
+                return Generation("", [], GenerationStats(len(prompt), 0, 0, 0, 0.0, 0.0, "cancelled"))
+            estimate = common_prefix(self.tokens, prompt)
+            t0 = time.perf_counter()
+            reply, used_format, was_cancelled = self._complete(prompt, body, cancelled)
+            wall_ms = (time.perf_counter() - t0) * 1000
+            # A cancelled request may have left only the part shared with the last one cached.
+            self.tokens = prompt[:estimate] if was_cancelled else prompt
+            return self._generation(prompt, stops, reply, used_format, was_cancelled, estimate, wall_ms)
+
+    def _check_fits(self, prompt: list[int]) -> None:
         if not prompt:
             raise ValueError("empty prompt")
         if self._n_ctx is not None and len(prompt) > self._n_ctx:
             raise ContextOverflow(f"prompt of {len(prompt)} tokens does not fit the context of {self._n_ctx}")
+
+    def _body(self, max_tokens: int, temperature: float, stops: list[str], seed: int | None) -> dict[str, Any]:
         body: dict[str, Any] = {
             "max_tokens": max_tokens,
             "temperature": temperature,
@@ -262,27 +307,90 @@ class RemoteSession:
             "stream": self.settings.stream,
             "cache_prompt": self.settings.cache_prompt,
         }
-        if self.settings.stream:
-            body["stream_options"] = {"include_usage": True}
         if self.settings.model:
             body["model"] = self.settings.model
-        stops = [s for s in stop if s]
         if stops:
             body["stop"] = stops
-        if grammar is not None:
-            body["grammar"] = grammar._grammar  # the GBNF source LlamaGrammar keeps
         if seed is not None:
             body["seed"] = seed
+        return body
+
+    # --- scoring ----------------------------------------------------------------------
+
+    def continuation_logprobs(self, prefix: Sequence[int], continuation: Sequence[int],
+                              cancelled: CancelCheck | None = None) -> Scored:
+        """log P(each continuation token | everything before it), from the server's log-probabilities
+        of the prompt `prefix + continuation` (see prompt_logprobs); one token is generated, unread.
+
+        The first call finds out how the server returns them; a server that has no way is a
+        RemoteError saying so, at once on every later call.
+        """
+        prefix, continuation = list(prefix), list(continuation)
+        if not prefix or not continuation:
+            raise ValueError("prefix and continuation must both be non-empty")
+        prompt = prefix + continuation
+        self._check_fits(prompt)
         with self._lock:
+            if self._no_scoring is not None:
+                raise RemoteError(self._no_scoring.url, self._no_scoring.reason)
             if cancelled is not None and cancelled():
-                return Generation("", [], GenerationStats(len(prompt), 0, 0, 0, 0.0, 0.0, "cancelled"))
-            estimate = common_prefix(self.tokens, prompt)
-            t0 = time.perf_counter()
-            reply, used_format, was_cancelled = self._complete(prompt, body, cancelled)
-            wall_ms = (time.perf_counter() - t0) * 1000
-            # A cancelled request may have left only the part shared with the last one cached.
-            self.tokens = prompt[:estimate] if was_cancelled else prompt
-            return self._generation(prompt, stops, reply, used_format, was_cancelled, estimate, wall_ms)
+                return Scored([], 0, 0, True)
+            if self._scoring is not None:
+                try:
+                    return self._score(self._scoring, prompt, continuation, cancelled)
+                except prompt_logprobs.NotSupported as exc:
+                    raise RemoteError(self.url, f"no prompt log-probabilities through {self._scoring} "
+                                      f"({exc})") from None
+            refusals: list[str] = []
+            for mode in prompt_logprobs.MODES:
+                try:
+                    scored = self._score(mode, prompt, continuation, cancelled, probe=mode == "echo")
+                except prompt_logprobs.NotSupported as exc:
+                    refusals.append(f"{mode}: {exc}")
+                    continue
+                if not scored.cancelled:
+                    log.info("%s returns prompt log-probabilities through %s", self.url, mode)
+                    self._scoring = mode
+                return scored
+            self._no_scoring = RemoteError(
+                self.url, "the server returns no log-probabilities of prompt tokens, which the likelihood "
+                "rerank and WiM need (tried " + "; ".join(refusals) + "); vLLM has them, llama.cpp's "
+                "llama-server and llama-cpp-python's server do not")
+            raise RemoteError(self._no_scoring.url, self._no_scoring.reason)
+
+    def _score(self, mode: prompt_logprobs.Mode, prompt: list[int], continuation: list[int],
+               cancelled: CancelCheck | None, probe: bool = False) -> Scored:
+        """One scoring request in `mode` (after the echo probe when asked); NotSupported when the
+        server refuses the fields (HTTP 4xx) or answers without what they ask for."""
+        body = {**self._body(1, 0.0, [], None), **prompt_logprobs.request(mode), "stream": False}
+        estimate = common_prefix(self.tokens, prompt)
+        t0 = time.perf_counter()
+        try:
+            if probe:
+                reply, _, was_cancelled = self._complete(self.tokenize_text(prompt_logprobs.PROBE), body, cancelled)
+                if was_cancelled:
+                    return Scored([], 0, 0, True)
+                prompt_logprobs.check_probe(reply.raw)
+            reply, fmt, was_cancelled = self._complete(prompt, body, cancelled)
+        except RemoteError as exc:
+            # A 4xx is the server refusing the fields; a 5xx or no answer is the server failing.
+            if 400 <= (exc.status or 0) < 500:
+                raise prompt_logprobs.NotSupported(exc.reason) from None
+            raise
+        wall_ms = (time.perf_counter() - t0) * 1000
+        if was_cancelled:
+            self.tokens = prompt[:estimate]
+            return Scored([], estimate, 0, True, wall_ms)
+        try:
+            values = prompt_logprobs.read(mode, reply.raw, len(prompt), continuation, self.detokenize(continuation))
+        except prompt_logprobs.NotSupported:
+            raise
+        except ValueError as exc:
+            raise RemoteError(self.url, str(exc)) from None
+        self.tokens = prompt
+        reply.text = ""  # the echoed prompt, not decoded text
+        stats = self._generation(prompt, [], reply, fmt, False, estimate, wall_ms).stats
+        return Scored(values, stats.reused, stats.encoded, False, wall_ms)
 
     def _complete(self, prompt: list[int], body: dict[str, Any],
                   cancelled: CancelCheck | None) -> tuple[_Reply, Literal["tokens", "text"], bool]:
@@ -423,6 +531,7 @@ def _merge(url: str, reply: _Reply, chunk: dict[str, Any]) -> None:
     choices = chunk.get("choices")
     if isinstance(choices, list) and choices:
         choice = choices[0] if isinstance(choices[0], dict) else {}
+        reply.raw = chunk
         reply.text += str(choice.get("text") or "")
         reply.finish_reason = choice.get("finish_reason") or reply.finish_reason
     elif choices is None and not chunk.get("usage") and not chunk.get("timings"):

@@ -26,7 +26,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     """The notes command's own arguments (the workspace ones come from prism_code.cli)."""
     p.add_argument("symbol", nargs="?",
                    help="a qualname (Greeter.greet), a name (greet), a file (pkg/a.py) or FILE:QUALNAME")
-    p.add_argument("--run", action="store_true", help="write missing notes with the local model first")
+    p.add_argument("--run", action="store_true", help="write missing notes with the model first")
     p.add_argument("--limit", type=bounded_int(1), help="with --run: write at most N notes in this run")
     p.add_argument("--model", default="qwen2.5-coder-0.5b",
                    help="qwen2.5-coder-0.5b, qwen2.5-coder-1.5b or a GGUF path")
@@ -90,18 +90,17 @@ def notes_command(args: argparse.Namespace) -> int:
 
 
 def _run(index: RepoIndex, args: argparse.Namespace) -> None:
-    from prism_code.llm import LlamaSession, StateCache
-    from prism_code.llm.cpu_load import threads_for_now
+    from prism_code.llm.open_backend import open_backend, state_cache_for
     from prism_code.memory.cok import ModuleSummarizer, files_ready_for_summary
     from prism_code.memory.note_writer import run_notes
     from prism_code.memory.notes_store import NotesStore
 
     bars = StageBars()
-    session = LlamaSession.open(args.model, n_threads=args.threads or threads_for_now())
+    session = open_backend(getattr(args, "remote", None), args.model, args.threads)
     summarized = 0
     try:
         with NotesStore.for_index(index) as store:
-            run = run_notes(session, index, limit=args.limit, store=store, state_cache=StateCache(),
+            run = run_notes(session, index, limit=args.limit, store=store, state_cache=state_cache_for(session),
                             progress=lambda done, total: bars("notes", done, total))
             if not args.no_summaries:
                 summarizer = ModuleSummarizer(session, index, store)

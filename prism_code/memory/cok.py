@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from prism_code.cancel import CancelCheck
 from prism_code.index import RepoIndex
+from prism_code.llm.backend import model_label
 from prism_code.memory.accounting import Accounting
 from prism_code.memory.code_schemas import FunctionNote, ModuleSummary
 from prism_code.memory.deterministic_notes import DETERMINISTIC, LLM, NoteSource, notes_for
@@ -38,7 +39,7 @@ from prism_code.memory.schema import format_path, schema_source
 from prism_code.workspace import content_hash
 
 if TYPE_CHECKING:
-    from prism_code.llm.runtime import LlamaSession  # loads llama.cpp's library: typing only
+    from prism_code.llm.backend import CompletionBackend
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +80,7 @@ _INSTRUCTION = (
 )
 
 
-def cok_step(session: LlamaSession, schema: type, memory: dict[str, Any], new_information: str,
+def cok_step(session: CompletionBackend, schema: type, memory: dict[str, Any], new_information: str,
              update_targets: Sequence[Target], add_targets: Sequence[Target], *,
              max_updates: int = 2, max_adds: int = 4, max_tokens: int = 160,
              cancelled: CancelCheck | None = None) -> CokResult:
@@ -204,12 +205,12 @@ def files_ready_for_summary(index: RepoIndex, store: NotesStore, paths: Sequence
 class ModuleSummarizer:
     """Keeps module summaries current as function notes arrive (CoK Update/Add steps)."""
 
-    def __init__(self, session: LlamaSession, index: RepoIndex, store: NotesStore,
+    def __init__(self, session: CompletionBackend, index: RepoIndex, store: NotesStore,
                  model: str = "", notes_per_step: int = 6) -> None:
         self.session = session
         self.index = index
         self.store = store
-        self.model = model or session.model_path.name
+        self.model = model or model_label(session)
         self.notes_per_step = notes_per_step
         self.accounting = Accounting()
 

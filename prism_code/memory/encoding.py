@@ -29,7 +29,7 @@ from prism_code.memory.revisions import Revision
 from prism_code.memory.schema import fields_of, format_path, optional_inner, schema_source, walk_templates
 
 if TYPE_CHECKING:
-    from prism_code.llm.runtime import LlamaSession  # loads llama.cpp's library: typing only
+    from prism_code.llm.backend import CompletionBackend
 
 
 # str and Enum, not StrEnum: str() of a member stays "Encoding.IN_PLACE" as before.
@@ -102,7 +102,7 @@ class Prompt:
 class PromptBuilder:
     """Builds the step prompts of one pass and keeps the amendment lines applied so far."""
 
-    session: LlamaSession
+    session: CompletionBackend
     task: str
     query: str
     schema: type

@@ -37,6 +37,8 @@ from typing import TYPE_CHECKING, Any
 from prism_code.cancel import CancelCheck
 from prism_code.fragments import Fragment
 from prism_code.index import RepoIndex
+from prism_code.llm.backend import model_label
+from prism_code.llm.state_cache import KVStateSession
 from prism_code.llm.types import Generation
 from prism_code.memory.accounting import Accounting
 from prism_code.memory.code_schemas import FunctionMemory, FunctionNote
@@ -48,7 +50,7 @@ from prism_code.memory.schema import format_path, schema_source
 from prism_code.parse import language_for_path
 
 if TYPE_CHECKING:
-    from prism_code.llm.runtime import LlamaSession  # loads llama.cpp's library: typing only
+    from prism_code.llm.backend import CompletionBackend
     from prism_code.llm.state_cache import StateCache
 
 log = logging.getLogger(__name__)
@@ -148,7 +150,7 @@ class NotesRun:
 class NoteWriter:
     """Writes notes with one session: a cached prefix, then one chat turn per function."""
 
-    def __init__(self, session: LlamaSession, settings: NotesSettings | None = None) -> None:
+    def __init__(self, session: CompletionBackend, settings: NotesSettings | None = None) -> None:
         self.session = session
         self.settings = settings or NotesSettings()
         s = session
@@ -215,7 +217,7 @@ def _answer(qualname: str, note: FunctionNote) -> str:
     return json.dumps({qualname: asdict(note)}, ensure_ascii=False)
 
 
-def _continuation(session: LlamaSession, gen: Generation) -> tuple[list[int], str]:
+def _continuation(session: CompletionBackend, gen: Generation) -> tuple[list[int], str]:
     """(tokens to keep as they were sampled, text to tokenize with the next scaffold).
 
     The sampled tokens are in the KV cache; re-tokenizing their text could split it
@@ -249,7 +251,7 @@ class _Work:
 
 
 def run_notes(
-    session: LlamaSession,
+    session: CompletionBackend,
     index: RepoIndex,
     *,
     priority: Sequence[str] = (),
@@ -290,15 +292,16 @@ def run_notes(
     return run
 
 
-def _write_all(session: LlamaSession, index: RepoIndex, store: NotesStore, work: list[_Work], run: NotesRun,
+def _write_all(session: CompletionBackend, index: RepoIndex, store: NotesStore, work: list[_Work], run: NotesRun,
                settings: NotesSettings, cancelled: CancelCheck | None,
                progress: Callable[[int, int], None] | None,
                on_note: Callable[[str, str, FunctionNote], None] | None,
                state_cache: StateCache | None) -> None:
     """The model writes each note; each is applied as a revision of its file's memory and committed."""
-    model = settings.model or session.model_path.name
+    model = settings.model or model_label(session)
     writer = NoteWriter(session, settings)
-    if state_cache is not None:
+    # A remote engine keeps the prefix in its own prompt cache: no state files.
+    if state_cache is not None and isinstance(session, KVStateSession):
         state_cache.restore_longest_prefix(session, writer.prefix)
     memories: dict[str, dict[str, Any]] = {}  # path -> FunctionMemory of that file, as stored
     for n, item in enumerate(work):
@@ -308,7 +311,7 @@ def _write_all(session: LlamaSession, index: RepoIndex, store: NotesStore, work:
         fragment = item.fragment
         note = writer.write(fragment.path, fragment.qualname, _shown_source(index, fragment), run.accounting,
                             cancelled)
-        if n == 0 and state_cache is not None:
+        if n == 0 and state_cache is not None and isinstance(session, KVStateSession):
             _save_prefix(state_cache, session, writer)
         if note is None:
             run.cancelled = True
@@ -369,7 +372,7 @@ def _fill_gaps(note: FunctionNote, index: RepoIndex, fragment: Fragment) -> Func
     return FunctionNote(**{f: getattr(note, f) or getattr(fallback, f) for f in FIELDS})
 
 
-def _save_prefix(state_cache: StateCache, session: LlamaSession, writer: NoteWriter) -> None:
+def _save_prefix(state_cache: StateCache, session: KVStateSession, writer: NoteWriter) -> None:
     """Persist the prefix's KV state once it has been evaluated (a later run restores it).
 
     Saving cuts the cache back to the prefix, so the context is rebuilt from the prefix.

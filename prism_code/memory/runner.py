@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from prism_code.cancel import CancelCheck
-from prism_code.llm.state_cache import StateCache
+from prism_code.llm.state_cache import KVStateSession, StateCache
 from prism_code.llm.types import PrefillStats, common_prefix
 from prism_code.memory.accounting import Accounting
 from prism_code.memory.encoding import Encoding, PromptBuilder
@@ -34,7 +34,7 @@ from prism_code.memory.revisions import (
 if TYPE_CHECKING:
     from llama_cpp.llama_grammar import LlamaGrammar
 
-    from prism_code.llm.runtime import LlamaSession  # loads llama.cpp's library: typing only
+    from prism_code.llm.backend import CompletionBackend
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +96,7 @@ class PassSettings:
 
 
 def run_pass(
-    session: LlamaSession,
+    session: CompletionBackend,
     task: str,
     query: str,
     schema: type,
@@ -166,10 +166,12 @@ def run_pass(
     return result
 
 
-def _start_from_state(session: LlamaSession, state_cache: StateCache, stable: list[int],
+def _start_from_state(session: CompletionBackend, state_cache: StateCache, stable: list[int],
                       cancelled: CancelCheck | None) -> PrefillStats | None:
     """Bring the stable prefix into the cache from its state file; when there is none, evaluate
     it and write the file (those are the prefill's figures, returned so the pass counts them)."""
+    if not isinstance(session, KVStateSession):
+        return None  # a remote engine keeps the prefix in its own prompt cache
     if common_prefix(session.tokens, stable) == len(stable):
         return None
     if state_cache.restore_longest_prefix(session, stable) == len(stable):

@@ -20,7 +20,7 @@ from typing import Any
 from prism_code.cancel import CancelCheck, Cancelled
 from prism_code.fragments import Fragment
 from prism_code.index import RepoIndex
-from prism_code.llm.runtime import LlamaSession
+from prism_code.llm.backend import CompletionBackend, model_label
 from prism_code.memory.accounting import Accounting
 from prism_code.memory.file_order import functions_in_order
 from prism_code.tasks.find_events import FindEvent, FindListener, Stage
@@ -74,7 +74,7 @@ class Picked:
         return stats
 
 
-def find_long_context(session: LlamaSession, search: FunctionSearch, description: str, *, top: int = 10,
+def find_long_context(session: CompletionBackend, search: FunctionSearch, description: str, *, top: int = 10,
                       on_event: FindListener | None = None, cancelled: CancelCheck | None = None,
                       settings: LongContextSettings | None = None, **overrides: Any) -> FindOutcome:
     settings = settings or LongContextSettings()
@@ -96,7 +96,7 @@ def find_long_context(session: LlamaSession, search: FunctionSearch, description
     return FindOutcome(merge(picked, retrieved, chosen, top), accounting, stats)
 
 
-def pick(session: LlamaSession, search: FunctionSearch, retrieved: list[FoundFunction],
+def pick(session: CompletionBackend, search: FunctionSearch, retrieved: list[FoundFunction],
          settings: LongContextSettings) -> Picked:
     """The whole repository when it fits the budget, else retrieval's best that fit; in file order."""
     budget = max(0, min(settings.token_budget, session.n_ctx - PROMPT_OVERHEAD - settings.answer_tokens))
@@ -121,7 +121,7 @@ def pick(session: LlamaSession, search: FunctionSearch, retrieved: list[FoundFun
     return Picked(shown, whole, scope, repository_tokens, budget)
 
 
-def ask(session: LlamaSession, index: RepoIndex, description: str, shown: list[Shown],
+def ask(session: CompletionBackend, index: RepoIndex, description: str, shown: list[Shown],
         settings: LongContextSettings, accounting: Accounting, stats: dict[str, Any],
         cancelled: CancelCheck | None) -> str | None:
     """The name of the shown function the model says `description` asks for; None when it names
@@ -172,10 +172,10 @@ def merge(picked: Picked, retrieved: list[FoundFunction], chosen: str | None,
 _SIZE_CACHE: dict[tuple[int, int, str], dict[str, int]] = {}
 
 
-def _sizes(session: LlamaSession, search: FunctionSearch, ordered: list[Fragment],
+def _sizes(session: CompletionBackend, search: FunctionSearch, ordered: list[Fragment],
            keys: dict[str, str]) -> dict[str, int]:
     """Tokens per function block; kept for the last index generation (a big repository takes seconds)."""
-    tag = (id(search.index), search.index.generation, str(session.model_path))
+    tag = (id(search.index), search.index.generation, model_label(session))
     if tag not in _SIZE_CACHE:
         _SIZE_CACHE.clear()
         index = search.index

@@ -32,7 +32,7 @@ from typing import Any, Literal, get_args
 
 from prism_code.cancel import CancelCheck, Cancelled
 from prism_code.index import RepoIndex
-from prism_code.llm.runtime import LlamaSession
+from prism_code.llm.backend import ScoringBackend
 from prism_code.llm.state_cache import StateCache
 from prism_code.memory.accounting import Accounting
 from prism_code.memory.code_schemas import CandidateMatch, CandidateMatches
@@ -165,7 +165,7 @@ def _describe(entry: dict[str, Any] | None) -> str:
 class _Query:
     """One find query's model, settings and running totals, shared by its stages."""
 
-    session: LlamaSession
+    session: ScoringBackend
     description: str
     settings: PrismSettings
     cancelled: CancelCheck | None
@@ -181,7 +181,7 @@ class _Query:
             self.on_event(FindEvent("prism", stage, message, done, self.total))
 
 
-def find_prism(session: LlamaSession, search: FunctionSearch, description: str, *, top: int = 10,
+def find_prism(session: ScoringBackend, search: FunctionSearch, description: str, *, top: int = 10,
                on_event: FindListener | None = None, cancelled: CancelCheck | None = None,
                settings: PrismSettings | None = None, store: NotesStore | None = None,
                state_cache: StateCache | None = None, rankings: RankingStream | None = None,

@@ -18,7 +18,7 @@ from prism_code.tasks.find_outcome import FindOutcome
 from prism_code.tasks.find_stream import RankingListener, RankingStream
 
 if TYPE_CHECKING:
-    from prism_code.llm.runtime import LlamaSession
+    from prism_code.llm.backend import ScoringBackend
 
 STRATEGIES: tuple[Strategy, ...] = get_args(Strategy)
 MODEL_STRATEGIES: tuple[Strategy, ...] = tuple(s for s in STRATEGIES if s != "retrieval")
@@ -48,7 +48,7 @@ def as_strategy(value: object) -> Strategy | None:
 
 
 def run_find(strategy: str, search: FunctionSearch, description: str, *, top: int = 10,
-             session: LlamaSession | None = None, on_event: FindListener | None = None,
+             session: ScoringBackend | None = None, on_event: FindListener | None = None,
              cancelled: CancelCheck | None = None, on_ranking: RankingListener | None = None,
              **options: Any) -> FindOutcome:
     """Find the function `description` describes with `strategy`; see STRATEGIES.
@@ -75,7 +75,7 @@ def run_find(strategy: str, search: FunctionSearch, description: str, *, top: in
     return outcome
 
 
-def _run_model(strategy: str, session: LlamaSession, search: FunctionSearch, description: str, top: int,
+def _run_model(strategy: str, session: ScoringBackend, search: FunctionSearch, description: str, top: int,
                on_event: FindListener | None, cancelled: CancelCheck | None, rankings: RankingStream,
                options: dict[str, Any]) -> FindOutcome:
     if strategy == "prism":

@@ -6,7 +6,9 @@ instruction I_A is appended and a margin decoded; then I_A and the margin are cu
 the cache (`LlamaSession.truncate`, llama.cpp seq_rm), so the next segment continues
 right after the previous segment's tokens: the cache only ever holds the context, as in
 a plain chunked prefill. The final answer call reads context + relevant margins +
-the question again, under a grammar that only admits candidate names.
+the question again, under a grammar that only admits candidate names. On a remote engine
+every step sends its whole prompt again and the server's prefix cache (llama.cpp's
+`cache_prompt`, vLLM's prefix caching) stands in for the local KV cache.
 
 Choices, and why:
 - Segments follow retrieval order, not file order. Candidates come from many files, so
@@ -51,6 +53,7 @@ import llama_cpp
 from llama_cpp.llama_grammar import LlamaGrammar
 
 from prism_code.cancel import CancelCheck, Cancelled
+from prism_code.llm.backend import ScoringBackend, model_label
 from prism_code.llm.gbnf import gbnf_literal
 from prism_code.llm.runtime import LlamaSession
 from prism_code.memory.accounting import Accounting
@@ -243,7 +246,7 @@ def rank_results(candidates: Sequence[Candidate], run: WimRun) -> list[FoundFunc
 class WimReader:
     """Holds one query's prompt pieces and runs the WiM steps on a session."""
 
-    def __init__(self, session: LlamaSession, description: str, candidates: list[Candidate],
+    def __init__(self, session: ScoringBackend, description: str, candidates: list[Candidate],
                  settings: WimSettings, accounting: Accounting, cancelled: CancelCheck | None = None) -> None:
         self.session = session
         self.candidates = candidates
@@ -286,7 +289,7 @@ class WimReader:
             self.accounting.add(stats)
             if stats.cancelled:
                 raise Cancelled("find cancelled")
-            p_true = self._p_true()
+            p_true = self._p_true(self.context + ask)
             self.accounting.decoded += 1  # the class label, read from the logits
             margin = Margin(segment, p_true, p_true >= 0.5)
             if margin.relevant:
@@ -303,13 +306,21 @@ class WimReader:
             s.truncate(keep)
         return margin
 
-    def _p_true(self) -> float:
-        """P(" true") against P(" false") for the token after MARGIN_OPEN, from the last logits."""
+    def _p_true(self, prompt: list[int]) -> float:
+        """P(" true") against P(" false") for the token after MARGIN_OPEN (the end of `prompt`),
+        from the last logits; a remote engine scores each spelling as a one-token continuation
+        of the same prompt, which its prefix cache holds after the first."""
         s = self.session
-        vocab = s.llama.n_vocab()
-        logits = llama_cpp.llama_get_logits_ith(s.llama.ctx, -1)
         true_ids = _first_tokens(s, (" true", "true"))
         false_ids = _first_tokens(s, (" false", "false"))
+        if not isinstance(s, LlamaSession):
+            scored = {t: s.continuation_logprobs(prompt, [t], self.cancelled) for t in {*true_ids, *false_ids}}
+            if any(v.cancelled for v in scored.values()):
+                raise Cancelled("find cancelled")
+            best = {t: v.logprobs[0] for t, v in scored.items()}
+            return 1.0 / (1.0 + math.exp(max(best[t] for t in false_ids) - max(best[t] for t in true_ids)))
+        vocab = s.llama.n_vocab()
+        logits = llama_cpp.llama_get_logits_ith(s.llama.ctx, -1)
         best_true = max(logits[i] for i in true_ids if i < vocab)
         best_false = max(logits[i] for i in false_ids if i < vocab)
         return 1.0 / (1.0 + math.exp(best_false - best_true))
@@ -337,17 +348,17 @@ class WimReader:
 _TOKEN_CACHE: dict[tuple[str, str], list[int]] = {}
 
 
-def _first_tokens(session: LlamaSession, spellings: Sequence[str]) -> list[int]:
+def _first_tokens(session: ScoringBackend, spellings: Sequence[str]) -> list[int]:
     out = []
     for text in spellings:
-        key = (session.model_path.name, text)
+        key = (model_label(session), text)
         if key not in _TOKEN_CACHE:
             _TOKEN_CACHE[key] = session.tokenize_text(text)[:1]
         out += _TOKEN_CACHE[key]
     return out
 
 
-def build_candidates(session: LlamaSession, search: FunctionSearch, found: Sequence[FoundFunction],
+def build_candidates(session: ScoringBackend, search: FunctionSearch, found: Sequence[FoundFunction],
                      settings: WimSettings) -> list[Candidate]:
     index = search.index
     labels = candidate_labels(found)
@@ -363,7 +374,7 @@ def build_candidates(session: LlamaSession, search: FunctionSearch, found: Seque
     return out
 
 
-def _check_answer(session: LlamaSession, search: FunctionSearch, cands: Sequence[Candidate], run: WimRun,
+def _check_answer(session: ScoringBackend, search: FunctionSearch, cands: Sequence[Candidate], run: WimRun,
                   description: str, settings: WimSettings, accounting: Accounting,
                   cancelled: CancelCheck | None) -> None:
     """Hold the answer below retrieval's first unless the description's likelihood backs it.
@@ -381,7 +392,7 @@ def _check_answer(session: LlamaSession, search: FunctionSearch, cands: Sequence
     run.held = verdict.best is None
 
 
-def fit_settings(session: LlamaSession, settings: WimSettings, candidates: int) -> tuple[WimSettings, int]:
+def fit_settings(session: ScoringBackend, settings: WimSettings, candidates: int) -> tuple[WimSettings, int]:
     """Settings and candidate count whose context + one I_A + the final prompt fit the window.
 
     The per-function budget shrinks first (down to 48 tokens); past that, fewer candidates.
@@ -399,7 +410,7 @@ def fit_settings(session: LlamaSession, settings: WimSettings, candidates: int) 
     return settings, candidates
 
 
-def find_wim(session: LlamaSession, search: FunctionSearch, description: str, *, top: int = 10,
+def find_wim(session: ScoringBackend, search: FunctionSearch, description: str, *, top: int = 10,
              candidates: int = 10, on_event: FindListener | None = None,
              cancelled: CancelCheck | None = None, early_exit: bool = True,
              settings: WimSettings | None = None, rankings: RankingStream | None = None) -> FindOutcome:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from prism_code.cancel import CancelCheck, Cancelled
 from prism_code.index import RepoIndex
-from prism_code.llm.runtime import LlamaSession
+from prism_code.llm.backend import ScoringBackend
 from prism_code.llm.types import GenerationStats
 from prism_code.parse import language_for_path
 from prism_code.parse.code_only import code_only as strip_prose
@@ -64,12 +64,12 @@ def body_text(index: RepoIndex, found: FoundFunction, key: str, max_lines: int, 
     return head + body + "\n"
 
 
-def describe_prompt(session: LlamaSession, candidate_text: str) -> list[int]:
+def describe_prompt(session: ScoringBackend, candidate_text: str) -> list[int]:
     """The chat prompt whose assistant turn the description is scored as."""
     return session.chatml([("system", SYSTEM), ("user", candidate_text + "\n" + ASK)])
 
 
-def description_likelihood(session: LlamaSession, candidate_text: str, description: str,
+def description_likelihood(session: ScoringBackend, candidate_text: str, description: str,
                            cancelled: CancelCheck | None = None,
                            max_tokens: int | None = None) -> Likelihood:
     """Mean log-probability of `description` (its first `max_tokens`) as the model's
@@ -102,7 +102,7 @@ def rank_by_likelihood(scores: Sequence[float], margin: float) -> int | None:
     return best if scores[best] - scores[0] >= margin else None
 
 
-def rerank(session: LlamaSession, bodies: Sequence[str], description: str, margin: float,
+def rerank(session: ScoringBackend, bodies: Sequence[str], description: str, margin: float,
            cancelled: CancelCheck | None = None, max_tokens: int | None = None,
            on_scored: Callable[[int, float], None] | None = None) -> Rerank:
     """Score the description after each body; which one, if any, clearly beats the first.

@@ -1,0 +1,33 @@
+"""The model backend a command asked for: the local model, or a remote engine at a URL.
+
+One place decides, so `find`, `notes` and `complete` treat `--remote` alike: a remote
+engine keeps its own prompt cache, so it gets no state files, and its API key comes
+from $PRISM_CODE_API_KEY only (never a flag: flags show up in process lists and logs).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .backend import ScoringBackend
+    from .state_cache import StateCache
+
+
+def open_backend(remote: str | None, model: str, threads: int | None = None) -> ScoringBackend:
+    """A RemoteSession on `remote` when given, else the local `model` on `threads` threads."""
+    if remote:
+        from .remote import RemoteSession, RemoteSettings
+
+        return RemoteSession(RemoteSettings(url=remote))
+    from .cpu_load import threads_for_now
+    from .runtime import LlamaSession
+
+    return LlamaSession.open(model, n_threads=threads or threads_for_now())
+
+
+def state_cache_for(session: object) -> StateCache | None:
+    """State files for a local session; None for a remote one (nothing to export)."""
+    from .state_cache import KVStateSession, StateCache
+
+    return StateCache() if isinstance(session, KVStateSession) else None
