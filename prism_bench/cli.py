@@ -51,10 +51,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="the long-description weights instead: chosen on a tuning half of repoqa-multi's "
                         "repositories, reported on the other half, RepoQA Python and docstrings test")
     p.add_argument("--write", type=non_empty_path, metavar="MARKDOWN", help="update this results file")
-    p = sub.add_parser("likelihood", help="the likelihood rerank's body view and margin, chosen on the docstrings "
-                                          "tuning split, reported on its test split and RepoQA Python")
+    p = sub.add_parser("likelihood", help="the model rerank's view and margin, chosen on the docstrings tuning "
+                                          "split, reported on its test split and RepoQA")
     p.add_argument("--limit", type=bounded_int(1), default=16, help="queries per docstrings split")
-    p.add_argument("--repoqa-limit", type=bounded_int(0), default=12, help="RepoQA Python needles (0: none)")
+    p.add_argument("--repoqa-limit", type=bounded_int(0), default=12,
+                   help="needles of RepoQA Python and of each --langs language (0: none)")
+    p.add_argument("--langs", nargs="*", default=[], choices=["cpp", "java", "typescript", "rust"],
+                   help="repoqa-multi languages to report too")
+    p.add_argument("--views", nargs="*", help="views to score (default: all); choose from "
+                   "'as written', 'code only', 'signature PMI'")
     p.add_argument("--model", default="qwen2.5-coder-0.5b")
     p.add_argument("--threads", type=threads, default=2)
     p.add_argument("--write", type=non_empty_path, metavar="MARKDOWN", help="update this results file")
@@ -145,7 +150,9 @@ def run(args: argparse.Namespace) -> int:
     elif args.bench == "likelihood":
         from prism_bench import likelihood_tuning
 
-        body = likelihood_tuning.run_cli(args.limit, args.repoqa_limit, args.model, args.threads, command)
+        views = chosen_modes(args.views, dict.fromkeys(likelihood_tuning.VIEWS), list(likelihood_tuning.VIEWS))
+        body = likelihood_tuning.run_cli(args.limit, args.repoqa_limit, args.langs, args.model, args.threads, views,
+                                         command)
         section = f"find-likelihood-{args.model}"
     elif args.bench == "repoeval":
         from prism_bench import repoeval

@@ -1,13 +1,19 @@
-"""The likelihood rerank on short descriptions: which body view and margin, chosen on a tuning split.
+"""The model's rerank of retrieval's top 10, by view and margin, chosen on a tuning split.
 
-For each query, retrieval's top candidates are scored once per view (the body as written, and
-its code only, without comments and docstrings); a margin rule then only compares numbers, so
-every (view, margin) pair is evaluated on the same model calls. The pair is chosen on the
-docstrings tuning split and reported on its test split and on RepoQA beside retrieval alone.
+Views: the description's likelihood after each body (as written, or its code only, without
+comments and docstrings), and the description's PMI with each signature (how much it raises
+the model's belief in the candidate's header; `prism_code.tasks.signature_pmi`). Each view
+scores every candidate once; a margin rule then only compares numbers, so every (view, margin)
+pair is evaluated on the same model calls. The pair is chosen on the docstrings tuning split
+and reported on its test split, RepoQA Python and repoqa-multi beside retrieval alone.
+
+Scores are kept per (benchmark, needle, view) with the candidates they were computed for, so a
+rerun computes only what is new and a changed retrieval ranking is scored again.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -15,9 +21,10 @@ from pathlib import Path
 
 from prism_bench.repoqa_data import Haystack
 from prism_bench.repoqa_retrieval import haystack_search
-from prism_bench.repoqa_strategies import by_haystack, select_needles
+from prism_bench.repoqa_strategies import by_haystack, located, select_needles
 from prism_code.llm.runtime import LlamaSession
 from prism_code.retrieval.dense import Embedder
+from prism_code.tasks.find_function import FoundFunction, FunctionSearch
 from prism_code.tasks.query_likelihood import (
     DEFAULT_LINES,
     DEFAULT_MARGIN,
@@ -25,9 +32,11 @@ from prism_code.tasks.query_likelihood import (
     description_likelihood,
     rank_by_likelihood,
 )
+from prism_code.tasks.signature_pmi import SignaturePriors, signature_of, signature_scores
 
-VIEWS = ("as written", "code only")
-MARGINS = (0.0, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 1.0)
+SIGNATURE_PMI = "signature PMI"
+VIEWS = ("as written", "code only", SIGNATURE_PMI)
+MARGINS = (0.0, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 1.0, 1.5, 2.0)
 
 
 @dataclass
@@ -36,32 +45,80 @@ class ScoredCandidates:
     needle: str
     words: int
     target: int | None  # the needle's place among the candidates, None when retrieval missed it
-    scores: dict[str, list[float]] = field(default_factory=dict)  # view -> mean log-prob per candidate
+    candidates: list[str] = field(default_factory=list)  # the candidates' keys, retrieval's order
+    scores: dict[str, list[float]] = field(default_factory=dict)  # view -> score per candidate
     tokens: dict[str, int] = field(default_factory=dict)  # view -> prompt tokens evaluated
     seconds: dict[str, float] = field(default_factory=dict)
 
 
+class RowCache:
+    """One JSON line per (benchmark, needle, view): its candidates, scores, tokens and seconds."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._known: dict[tuple[str, str, str], dict] = {}
+        if path.exists():
+            for line in path.read_text().splitlines():
+                try:
+                    entry = json.loads(line)
+                    self._known[(entry["benchmark"], entry["needle"], entry["view"])] = entry
+                except (ValueError, KeyError):
+                    continue  # a line cut by an interrupted run
+
+    def fill(self, row: ScoredCandidates, view: str) -> bool:
+        entry = self._known.get((row.benchmark, row.needle, view))
+        if entry is None or entry["candidates"] != row.candidates:
+            return False
+        row.scores[view], row.tokens[view], row.seconds[view] = entry["scores"], entry["tokens"], entry["seconds"]
+        return True
+
+    def add(self, row: ScoredCandidates, view: str) -> None:
+        entry = {"benchmark": row.benchmark, "needle": row.needle, "view": view, "candidates": row.candidates,
+                 "scores": row.scores[view], "tokens": row.tokens[view], "seconds": row.seconds[view]}
+        self._known[(row.benchmark, row.needle, view)] = entry
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a") as f:
+            f.write(json.dumps(entry) + "\n")
+
+
+def _score_view(session: LlamaSession, search: FunctionSearch, found: list[FoundFunction], description: str,
+                view: str, priors: SignaturePriors) -> tuple[list[float], int]:
+    if view == SIGNATURE_PMI:
+        scored = signature_scores(session, [signature_of(search.index, f) for f in found], description, priors)
+        return [s.pmi for s in scored.scores], scored.encoded
+    scores, tokens = [], 0
+    for f in found:
+        text = body_text(search.index, f, f.qualname, DEFAULT_LINES, code_only=view == "code only")
+        likelihood = description_likelihood(session, text, description)
+        scores.append(likelihood.mean_logprob)
+        tokens += likelihood.stats.encoded
+    return scores, tokens
+
+
 def collect(benchmark: str, haystacks: list[Haystack], cache_dir: Path, embedder: Embedder,
-            session: LlamaSession, limit: int, candidates: int = 10) -> list[ScoredCandidates]:
+            session: LlamaSession, limit: int, views: Sequence[str], rows_cache: RowCache,
+            overlap: bool = False, candidates: int = 10) -> list[ScoredCandidates]:
     chosen = select_needles(haystacks, limit)
+    priors = SignaturePriors()
     out: list[ScoredCandidates] = []
     for haystack, needles in by_haystack(haystacks, chosen):
         with haystack_search(haystack, cache_dir, embedder) as search:
             for needle in needles:
+                if overlap:
+                    needle = located(search.index, needle)
                 found = search.search(needle.description, top=candidates)
                 target = next((i for i, f in enumerate(found)
                                if f.path == needle.path and f.start_line == needle.start_line), None)
                 row = ScoredCandidates(benchmark, f"{needle.repo}:{needle.name}", len(needle.description.split()),
-                                       target)
-                for view in VIEWS:
-                    started, tokens, scores = time.perf_counter(), 0, []
-                    for f in found:
-                        text = body_text(search.index, f, f.qualname, DEFAULT_LINES, code_only=view == "code only")
-                        scored = description_likelihood(session, text, needle.description)
-                        scores.append(scored.mean_logprob)
-                        tokens += scored.stats.encoded
-                    row.scores[view], row.tokens[view] = scores, tokens
+                                       target, [f.key for f in found])
+                for view in views:
+                    if rows_cache.fill(row, view):
+                        continue
+                    started = time.perf_counter()
+                    row.scores[view], row.tokens[view] = _score_view(session, search, found, needle.description,
+                                                                     view, priors)
                     row.seconds[view] = time.perf_counter() - started
+                    rows_cache.add(row, view)
                 out.append(row)
                 print(f"{benchmark} {len(out)}/{len(chosen)} {row.needle} target {target} "
                       f"{ {v: round(s, 1) for v, s in row.seconds.items()} }", flush=True)
@@ -74,56 +131,65 @@ def first_is_right(row: ScoredCandidates, view: str, margin: float) -> bool:
 
 
 def top1(rows: Sequence[ScoredCandidates], view: str | None, margin: float = 0.0) -> float:
-    """Top-1 with the likelihood's (view, margin); view None is retrieval alone."""
+    """Top-1 with the rerank's (view, margin); view None is retrieval alone."""
     if not rows:
         return 0.0
     return sum(row.target == 0 if view is None else first_is_right(row, view, margin) for row in rows) / len(rows)
 
 
-def choose(tune: Sequence[ScoredCandidates]) -> tuple[str, float]:
+def choose(tune: Sequence[ScoredCandidates], views: Sequence[str]) -> tuple[str, float]:
     """Best top-1 on the tuning rows; ties go to the larger margin (closer to retrieval's order)."""
-    return max(((v, m) for v in VIEWS for m in MARGINS), key=lambda vm: (top1(tune, *vm), vm[1]))
+    return max(((v, m) for v in views for m in MARGINS), key=lambda vm: (top1(tune, *vm), vm[1]))
 
 
-def markdown(rows_by_benchmark: dict[str, list[ScoredCandidates]], tuned_on: str, command: str) -> str:
-    view, margin = choose(rows_by_benchmark[tuned_on])
+def _tokens(rows: Sequence[ScoredCandidates], view: str) -> str:
+    tokens = [r.tokens[view] for r in rows if r.tokens.get(view)]
+    return f"{sum(tokens) / len(tokens):.0f}" if tokens else "-"
+
+
+def markdown(rows_by_benchmark: dict[str, list[ScoredCandidates]], tuned_on: str, views: Sequence[str],
+             command: str) -> str:
+    view, margin = choose(rows_by_benchmark[tuned_on], views)
     lines = [f"Command: `{command}`", "",
-             f"Chosen on **{tuned_on}** only: view **{view}**, margin **{margin:g}** nats/token "
-             f"(the margin in use before: {DEFAULT_MARGIN:g}, views as written).", "",
-             "| benchmark | queries | retrieval top-1 | as written, margin 0.1 | chosen | "
-             "right in top-10 | prompt tokens / query (chosen view) |",
-             "| --- | --- | --- | --- | --- | --- | --- |"]
+             f"Chosen on **{tuned_on}** only: view **{view}**, margin **{margin:g}** "
+             f"(nats per token; before: {DEFAULT_MARGIN:g}, bodies as written).", "",
+             "| benchmark | queries | retrieval top-1 | chosen | right in top-10 | "
+             "prompt tokens / query (chosen view) |",
+             "| --- | --- | --- | --- | --- | --- |"]
     for benchmark, rows in rows_by_benchmark.items():
         tag = " (tuning split)" if benchmark == tuned_on else ""
-        tokens = sum(r.tokens[view] for r in rows) / max(1, len(rows))
-        lines.append(f"| {benchmark}{tag} | {len(rows)} | {top1(rows, None):.3f} | "
-                     f"{top1(rows, 'as written', DEFAULT_MARGIN):.3f} | {top1(rows, view, margin):.3f} | "
-                     f"{sum(r.target is not None for r in rows) / max(1, len(rows)):.3f} | {tokens:.0f} |")
+        lines.append(f"| {benchmark}{tag} | {len(rows)} | {top1(rows, None):.3f} | {top1(rows, view, margin):.3f} | "
+                     f"{sum(r.target is not None for r in rows) / max(1, len(rows)):.3f} | {_tokens(rows, view)} |")
     lines += ["", "Top-1 by view and margin (every row from the same model calls):", "",
-              "| benchmark | view | " + " | ".join(f"m={m:g}" for m in MARGINS) + " |",
-              "| --- | --- | " + " | ".join("---" for _ in MARGINS) + " |"]
+              "| benchmark | view | tokens / query | " + " | ".join(f"m={m:g}" for m in MARGINS) + " |",
+              "| --- | --- | --- | " + " | ".join("---" for _ in MARGINS) + " |"]
     for benchmark, rows in rows_by_benchmark.items():
-        for v in VIEWS:
-            lines.append(f"| {benchmark} | {v} | " + " | ".join(f"{top1(rows, v, m):.3f}" for m in MARGINS) + " |")
+        for v in views:
+            lines.append(f"| {benchmark} | {v} | {_tokens(rows, v)} | "
+                         + " | ".join(f"{top1(rows, v, m):.3f}" for m in MARGINS) + " |")
     return "\n".join(lines)
 
 
-def run_cli(limit: int, repoqa_limit: int, model: str, threads: int, command: str) -> str:
+def run_cli(limit: int, repoqa_limit: int, languages: Sequence[str], model: str, threads: int,
+            views: Sequence[str], command: str) -> str:
     from prism_bench import docstrings_data, repoqa_data
 
     embedder = Embedder()
+    rows_cache = RowCache(docstrings_data.default_cache_dir() / "likelihood-rows" / f"{model}.jsonl")
     session = LlamaSession.open(model, n_threads=threads, n_ctx=4096)
     try:
         cache = docstrings_data.default_cache_dir() / "indexes"
-        rows = {"docstrings tune": collect("docstrings tune", docstrings_data.load_haystacks("tune"), cache,
-                                           embedder, session, limit),
-                "docstrings test": collect("docstrings test", docstrings_data.load_haystacks("test"), cache,
-                                           embedder, session, limit)}
+        rows = {f"docstrings {split}": collect(f"docstrings {split}", docstrings_data.load_haystacks(split), cache,
+                                              embedder, session, limit, views, rows_cache)
+                for split in ("tune", "test")}
+        repoqa_cache = repoqa_data.default_cache_dir() / "indexes"
         if repoqa_limit:
-            rows["RepoQA python"] = collect("RepoQA python", repoqa_data.load_haystacks(),
-                                            repoqa_data.default_cache_dir() / "indexes", embedder, session,
-                                            repoqa_limit)
+            rows["RepoQA python"] = collect("RepoQA python", repoqa_data.load_haystacks(), repoqa_cache, embedder,
+                                            session, repoqa_limit, views, rows_cache)
+            for language in languages:
+                rows[f"RepoQA {language}"] = collect(f"RepoQA {language}", repoqa_data.load_multi_haystacks(language),
+                                                     repoqa_cache, embedder, session, repoqa_limit, views, rows_cache,
+                                                     overlap=True)
     finally:
         session.close()
-    return markdown(rows, "docstrings tune", command)
-
+    return markdown(rows, "docstrings tune", views, command)

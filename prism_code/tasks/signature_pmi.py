@@ -1,0 +1,124 @@
+"""How much a description raises the model's belief in a candidate's signature (PMI).
+
+A one-sentence description says what a function is for, and a function's signature is where
+its author said the same thing in code: its name and its parameters. Asked to write a function
+for the description, a code model gives each candidate's signature a probability; the
+signature's probability after a request that says nothing is its prior (short, common headers
+such as `def get(self, key)` are likely after any request). The difference,
+
+    pmi = log P(signature | "write a function for: <description>") - log P(signature | "write a function")
+
+per signature token, is high only where the description predicts this header better than
+headers in general. The prior depends on the function alone, so it is computed once and kept.
+Nothing is sampled: one forward pass over each signature's tokens.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from prism_code.cancel import CancelCheck, Cancelled
+from prism_code.index import RepoIndex
+from prism_code.llm.backend import ScoringBackend
+from prism_code.parse import language_for_path
+from prism_code.tasks.find_function import FoundFunction
+
+LANGUAGE_NAMES = {
+    "python": "Python", "javascript": "JavaScript", "typescript": "TypeScript", "tsx": "TypeScript",
+    "java": "Java", "go": "Go", "rust": "Rust", "c": "C", "cpp": "C++",
+}
+MAX_SIGNATURE_TOKENS = 96  # a header longer than this is scored on its head: the name comes first
+
+
+@dataclass(frozen=True)
+class Signature:
+    language: str  # the parser's name: "python", "cpp", ...
+    text: str  # the header up to the body, as the index holds it
+
+
+def signature_of(index: RepoIndex, found: FoundFunction) -> Signature:
+    """A found function's header as its file's parse has it (its bare name when the file is gone)."""
+    definition = index.definition(found.path, found.qualname)
+    return Signature(language_for_path(found.path) or "", definition.signature if definition else found.name)
+
+
+@dataclass(frozen=True)
+class SignatureScore:
+    pmi: float  # mean nats per signature token that the description adds
+    conditional: float  # mean log P(token | description)
+    tokens: int
+
+
+@dataclass(frozen=True)
+class SignatureScores:
+    scores: list[SignatureScore]
+    encoded: int  # prompt tokens evaluated for these scores (priors computed now included)
+    reused: int
+
+
+def _request(session: ScoringBackend, language: str, description: str | None) -> list[int]:
+    name = LANGUAGE_NAMES.get(language, language)
+    ask = f"Write a {name} function." if description is None else \
+        f"Write a {name} function for this task: {description.strip()}"
+    return session.chatml([("system", f"You write {name} code."), ("user", ask)]) + \
+        session.tokenize_text(f"```{name.lower()}\n")
+
+
+class SignaturePriors:
+    """log P(signature | a request without a description), per model, kept for reuse."""
+
+    def __init__(self, capacity: int = 50_000) -> None:
+        self._capacity = capacity
+        self._sums: OrderedDict[tuple[str, str, str], tuple[float, int]] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._sums)
+
+    def get(self, model: str, signature: Signature) -> tuple[float, int] | None:
+        key = (model, signature.language, signature.text)
+        found = self._sums.get(key)
+        if found is not None:
+            self._sums.move_to_end(key)
+        return found
+
+    def put(self, model: str, signature: Signature, value: tuple[float, int]) -> None:
+        self._sums[(model, signature.language, signature.text)] = value
+        while len(self._sums) > self._capacity:
+            self._sums.popitem(last=False)
+
+
+def _logprob_sum(session: ScoringBackend, prompt: list[int], signature: list[int],
+                 cancelled: CancelCheck | None) -> tuple[float, int, int, int]:
+    scored = session.continuation_logprobs(prompt, signature, cancelled)
+    if scored.cancelled:
+        raise Cancelled("find cancelled")
+    return sum(scored.logprobs), len(scored.logprobs), scored.encoded, scored.reused
+
+
+def signature_scores(session: ScoringBackend, signatures: Sequence[Signature], description: str,
+                     priors: SignaturePriors, cancelled: CancelCheck | None = None) -> SignatureScores:
+    """The description's PMI with each signature. Conditional scores come first, priors after,
+    so each prompt's tokens stay cached across the candidates that follow it."""
+    model = session.model_sha256
+    encoded = reused = 0
+    token_lists = [session.tokenize_text(s.text)[:MAX_SIGNATURE_TOKENS] or session.tokenize_text(" ")
+                   for s in signatures]
+    conditional: list[tuple[float, int]] = []
+    for signature, tokens in zip(signatures, token_lists, strict=True):
+        total, n, enc, reu = _logprob_sum(session, _request(session, signature.language, description), tokens,
+                                          cancelled)
+        conditional.append((total, n))
+        encoded, reused = encoded + enc, reused + reu
+    out = []
+    for signature, tokens, (total, n) in zip(signatures, token_lists, conditional, strict=True):
+        prior = priors.get(model, signature)
+        if prior is None:
+            p_total, p_n, enc, reu = _logprob_sum(session, _request(session, signature.language, None), tokens,
+                                                  cancelled)
+            prior = (p_total, p_n)
+            priors.put(model, signature, prior)
+            encoded, reused = encoded + enc, reused + reu
+        out.append(SignatureScore((total - prior[0]) / max(1, n), total / max(1, n), n))
+    return SignatureScores(out, encoded, reused)
