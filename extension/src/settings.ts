@@ -12,6 +12,7 @@ export const SERVER_KEYS = [
   'completion.maxLines',
   'completion.model',
   'notes.enabled',
+  'remote.url',
   'fragrel.alpha',
   'find.strategy',
   'exclude',

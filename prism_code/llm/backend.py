@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeGuard
 
 from prism_code.cancel import CancelCheck
 
@@ -29,6 +29,8 @@ class BackendError(RuntimeError):
 if TYPE_CHECKING:
     # Typing only: importing llama_cpp loads llama.cpp's shared library.
     from llama_cpp.llama_grammar import LlamaGrammar
+
+    from .state_cache import KVStateSession
 
 
 class CompletionBackend(Protocol):
@@ -89,6 +91,21 @@ class ScoringBackend(CompletionBackend, Protocol):
 
     def continuation_logprobs(self, prefix: Sequence[int], continuation: Sequence[int],
                               cancelled: CancelCheck | None = None) -> Scored: ...
+
+
+if TYPE_CHECKING:
+    class KVBackend(CompletionBackend, KVStateSession, Protocol):
+        """A backend with a local KV cache: state files apply to it."""
+
+
+def keeps_kv_state(session: CompletionBackend) -> TypeGuard[KVBackend]:
+    """Whether state files apply to `session` (it exports and imports its KV cache).
+
+    Read off the class: `isinstance(session, KVStateSession)` evaluates every property on
+    Python 3.11, and a remote session's may ask its server.
+    """
+    kind = type(session)
+    return callable(getattr(kind, "export_state", None)) and callable(getattr(kind, "import_state", None))
 
 
 def model_label(session: object) -> str:

@@ -26,8 +26,9 @@ def open_backend(remote: str | None, model: str, threads: int | None = None) -> 
     return LlamaSession.open(model, n_threads=threads or threads_for_now())
 
 
-def state_cache_for(session: object) -> StateCache | None:
+def state_cache_for(session: ScoringBackend) -> StateCache | None:
     """State files for a local session; None for a remote one (nothing to export)."""
-    from .state_cache import KVStateSession, StateCache
+    from .backend import keeps_kv_state
+    from .state_cache import StateCache
 
-    return StateCache() if isinstance(session, KVStateSession) else None
+    return StateCache() if keeps_kv_state(session) else None

@@ -171,13 +171,17 @@ class RemoteSession:
 
     @property
     def model_sha256(self) -> str:
-        """A stable id of (remote model name, tokenizer): what the answers depend on."""
+        """A stable id of (remote model, tokenizer): what the answers depend on. The model is its
+        configured name, else the server's URL: asking the server here would make a mere
+        protocol check (`isinstance(session, KVStateSession)` reads every attribute on
+        Python 3.11) a network request that can fail."""
         if self._model_sha256 is None:
             tokenizer = self.settings.tokenizer
             spec = MODELS.get(tokenizer) if isinstance(tokenizer, str) else None
             # A registry model's checksum is known; a foreign GGUF is hashed once, here.
             vocab = spec.sha256 if spec else file_sha256(self.tokenizer_path)
-            self._model_sha256 = hashlib.sha256(f"remote\0{self.model_name}\0{vocab}".encode()).hexdigest()
+            model = self.settings.model or self._endpoint.base_url
+            self._model_sha256 = hashlib.sha256(f"remote\0{model}\0{vocab}".encode()).hexdigest()
         return self._model_sha256
 
     @property
@@ -406,8 +410,9 @@ class RemoteSession:
         # retry that succeeds as text fixes the format, so an unrelated error cannot.
         try:
             result = self._with_format("text", body, prompt, cancelled)
-        except RemoteError:
-            raise first from None
+        except RemoteError as second:
+            # The text attempt's reason is the one to fix when ids were refused for their form.
+            raise (second if "validation" in first.reason or "string" in first.reason else first) from None
         log.warning("%s does not accept token-id prompts (%s...); sending prompts as text, with "
                     "control-token spellings in repository text broken by U+200B",
                     self.url, first.reason[:80])

@@ -28,6 +28,7 @@ from pygls.lsp.server import LanguageServer
 
 from prism_code.cancel import CancelCheck, Cancelled
 from prism_code.config import cache_root
+from prism_code.llm.backend import BackendError
 from prism_code.lsp import commands, completion_items, heap, stdio
 from prism_code.lsp.bridge import FIND_PROGRESS, NOTES_PROGRESS, ClientBridge, ClientLogHandler
 from prism_code.lsp.completion_debounce import CompletionRequest
@@ -113,10 +114,14 @@ class PrismServer(LanguageServer):
             state.reconfigure(settings)
         if self.models is not None and self.completion_model is not None:
             cache = settings.cache_dir or cache_root()
-            model = self.completion_model.configure(settings.completion_model, settings.model_path,
-                                                    settings.threads, cache / "machine-speed")
+            model: str | None = settings.model_path
+            if settings.remote_url is not None:
+                self.completion_model.remote(settings.completion_model, settings.remote_url)
+            else:
+                model = self.completion_model.configure(settings.completion_model, settings.model_path,
+                                                        settings.threads, cache / "machine-speed")
             self.models.configure(model, settings.threads, settings.completion_max_lines,
-                                  cache / "kv-states")
+                                  cache / "kv-states", settings.remote_url)
         if self.notes is not None:
             self.notes.configure(settings.notes_enabled, list(self.states.values()))
 
@@ -431,7 +436,7 @@ async def find_with_model(ls: PrismServer, args: commands.FindArgs,
     with ls.protocol.cancellable() as flag:
         def job(session: Any) -> list[Found]:
             if session is None:
-                raise JsonRpcInternalError(f"the {args.strategy} strategy needs the local model, "
+                raise JsonRpcInternalError(f"the {args.strategy} strategy needs the model, "
                                            f"which is unavailable: {models.host.error or 'not loaded'}")
             progress = bridge.progress(f"PRISM: {args.strategy}", FIND_PROGRESS)
             progress.begin()
@@ -441,6 +446,13 @@ async def find_with_model(ls: PrismServer, args: commands.FindArgs,
                 found = [hit for state in states for hit in state.find_with_model(
                     args.strategy, args.description, args.top, session, on_event, flag.is_set,
                     models.state_dir, updates.ranking if updates is not None else None)]
+                models.host.remote_answered()
+            except BackendError as exc:
+                # The remote engine failed: a status for the user, and retrieval's list for the answer.
+                models.host.remote_failed(exc, "find")
+                found = sorted((hit for state in states for hit in state.search(args.description, args.top,
+                                                                                 flag.is_set)),
+                               key=lambda hit: -hit.function.score)
             finally:
                 progress.end("done")
             return found[:args.top]

@@ -79,6 +79,14 @@ class CompletionModel:
             self._retry(self._plan)
         return choice.model
 
+    def remote(self, setting: str, url: str) -> None:
+        """A remote engine takes every model job: nothing to choose or measure on this host."""
+        with self._lock:
+            self.choice = ModelChoice("remote", f"prism.remote.url is set: every model job goes to {url}",
+                                      setting)
+            self._plan = None
+        self._since = time.monotonic()
+
     def close(self) -> None:
         self._plan = None
         if self._timer is not None:

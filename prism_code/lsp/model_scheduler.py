@@ -27,6 +27,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from prism_code.llm.backend import BackendError
 from prism_code.llm.cpu_load import CpuMeter
 from prism_code.lsp.completion_context import ContextLog
 from prism_code.lsp.completion_debounce import CompletionDebounce, CompletionRequest, PendingCompletion
@@ -35,7 +36,7 @@ from prism_code.lsp.model_host import ModelHost
 from prism_code.lsp.workspace_state import WorkspaceState
 
 if TYPE_CHECKING:  # the completion library loads llama.cpp: only the model thread imports it
-    from prism_code.llm.runtime import LlamaSession
+    from prism_code.llm.backend import ScoringBackend
     from prism_code.tasks.complete import Completer, CompletionResult, CompletionSettings
 
 log = logging.getLogger(__name__)
@@ -81,8 +82,11 @@ class ModelScheduler:
         self._completers: dict[Path, Completer] = {}
         self._last_completer: Completer | None = None
 
-    def configure(self, model: str | None, threads: int, max_lines: int, state_dir: Path) -> None:
+    def configure(self, model: str | None, threads: int, max_lines: int, state_dir: Path,
+                  remote: str | None = None) -> None:
+        """`remote`: the engine every model job goes to (the local model is then never loaded)."""
         self.host.configure(model, threads)
+        self.host.set_remote(remote)
         self._max_lines, self._state_dir, self._settings = max_lines, state_dir, None
 
     # ---- requests (event loop) -----------------------------------------------------------
@@ -152,7 +156,7 @@ class ModelScheduler:
                 self._last_job_end = time.monotonic()
         return self._model.submit(job)
 
-    def submit_editor(self, fn: Callable[[LlamaSession | None], Any]) -> Future[Any]:
+    def submit_editor(self, fn: Callable[[ScoringBackend | None], Any]) -> Future[Any]:
         """Run `fn(session)` on the model thread as editor work: background work yields to it."""
         return self._submit(lambda: fn(self._completer_session()))
 
@@ -181,7 +185,7 @@ class ModelScheduler:
         """Run `fn` on the model thread; it polls model_wanted() and returns when it is true."""
         return self._model.submit(fn, *args)
 
-    def background_session(self) -> LlamaSession | None:
+    def background_session(self) -> ScoringBackend | None:
         """The shared model for background work (model thread only); None while unavailable."""
         return self._completer_session()
 
@@ -197,12 +201,15 @@ class ModelScheduler:
             result = await asyncio.wrap_future(self._submit(self._follow, job))
             if result is None and await self.requests.settled(job):
                 result = await asyncio.wrap_future(self._submit(self._generate, job))
+        except BackendError as exc:  # the remote engine: nothing for this keystroke, and a status
+            self.host.remote_failed(exc, "completion")
         except Exception:  # a failed completion is an empty one, never a crash
             log.exception("completion in %s failed", job.request.path)
         finally:
             if not job.answer.done():
                 job.answer.set_result(result)
             if result is not None:
+                self.host.remote_answered()
                 self.stats.observe(result)
                 self.requests.observe(result)
                 self.context.observe(job.request.uri, job.request.workspace.root, result)
@@ -226,7 +233,7 @@ class ModelScheduler:
 
     # ---- the model thread ----------------------------------------------------------------
 
-    def _completer_session(self) -> LlamaSession | None:
+    def _completer_session(self) -> ScoringBackend | None:
         # The indexer is part of this process, so the meter does not see its core.
         busy = self._cpu.others_busy() + (1.0 if self._index_busy() else 0.0)
         return self.host.session(busy)

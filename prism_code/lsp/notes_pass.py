@@ -26,6 +26,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from prism_code.llm.backend import BackendError
 from prism_code.lsp.model_scheduler import ModelScheduler
 from prism_code.lsp.workspace_state import ProgressSink, WorkspaceState
 
@@ -149,6 +150,12 @@ class NotesScheduler:
         self._running = None
         try:
             run = future.result()
+        except BackendError as exc:  # the remote engine: a status, and the next edit tries again
+            self._scheduler.host.remote_failed(exc, "notes")
+            self._states[state.root] = FAILED
+            self._pending.pop(state.root, None)
+            self._end(state, "notes failed: the remote engine failed")
+            return
         except Exception as exc:  # a failed pass is reported, the server goes on
             log.exception("%s: the notes pass failed", state.root.name)
             self._states[state.root] = FAILED

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from prism_code.config import FRAGREL_ALPHA_RANGE, THREADS_RANGE
 from prism_code.llm.models import MODELS
@@ -37,6 +38,9 @@ class Settings:
     # (tasks/model_policy.py); a registry name forces that model. Notes and find share it.
     completion_model: str = AUTO
     notes_enabled: bool = True  # the background PRISM function-notes pass
+    # An OpenAI-compatible server (llama.cpp's llama-server, vLLM) that takes every model job;
+    # the local model is then not loaded. Its API key comes from $PRISM_CODE_API_KEY only.
+    remote_url: str | None = None
     fragrel_alpha: float = DEFAULT_FIND_ALPHA
     find_strategy: Strategy = "retrieval"
     exclude: tuple[str, ...] = ()  # gitignore-style patterns left out of the index
@@ -59,6 +63,7 @@ KEYS = {
     "completion_max_lines": "completion.maxLines",
     "completion_model": "completion.model",
     "notes_enabled": "notes.enabled",
+    "remote_url": "remote.url",
     "fragrel_alpha": "fragrel.alpha",
     "find_strategy": "find.strategy",
     "exclude": "exclude",
@@ -114,7 +119,7 @@ def _flatten(raw: Any, warnings: list[str]) -> dict[str, Any]:
         for key, value in node.items():
             name = f"{prefix}{key}"
             # Only the groups are objects; any other object is a value (and then invalid).
-            if isinstance(value, Mapping) and name in ("completion", "notes", "fragrel", "find"):
+            if isinstance(value, Mapping) and name in ("completion", "notes", "fragrel", "find", "remote"):
                 walk(f"{name}.", value)
             else:
                 flat[name] = value
@@ -199,6 +204,18 @@ def _model(value: Any) -> str | None | _Invalid:
     return str(path) if path.is_absolute() else _Invalid(expected)
 
 
+def _url(value: Any) -> str | None | _Invalid:
+    expected = "an http:// or https:// URL with a host"
+    if not isinstance(value, str):
+        return _Invalid(expected)
+    if not value.strip():
+        return None
+    parts = urlsplit(value.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return _Invalid(expected)
+    return value.strip()
+
+
 def _completion_model(value: Any) -> str | _Invalid:
     name = value.strip() if isinstance(value, str) else None
     if name in CHOICES:
@@ -223,6 +240,7 @@ _PARSERS = {
     "completion_max_lines": _int(1, 200),
     "completion_model": _completion_model,
     "notes_enabled": _bool,
+    "remote_url": _url,
     "fragrel_alpha": _float(*FRAGREL_ALPHA_RANGE),
     "find_strategy": _strategy,
     "exclude": _patterns,

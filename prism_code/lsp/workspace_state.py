@@ -45,7 +45,7 @@ from prism_code.tasks.find_stream import Ranking
 from prism_code.tasks.hover import HoverNote, ModuleHover, hover_at
 
 if TYPE_CHECKING:  # llama.cpp loads on the model thread, not at import
-    from prism_code.llm.runtime import LlamaSession
+    from prism_code.llm.backend import ScoringBackend
 
 log = logging.getLogger(__name__)
 
@@ -240,7 +240,7 @@ class WorkspaceState:
             results = run_find("retrieval", finder, query, top=top, alpha=self.settings.fragrel_alpha).results
         return [Found(r, self.root, _line(index, r.path, r.end_line)) for r in results]
 
-    def find_with_model(self, strategy: str, query: str, top: int, session: LlamaSession,
+    def find_with_model(self, strategy: str, query: str, top: int, session: ScoringBackend,
                         on_event: FindListener, cancelled: CancelCheck, state_dir: Path | None = None,
                         on_ranking: Callable[[list[Found], Ranking], None] | None = None) -> list[Found]:
         """A model strategy (prism, wim, long-context) over this workspace; model thread only.
@@ -250,9 +250,10 @@ class WorkspaceState:
             return []
         self.catch_up(index)
         options = {}
-        if strategy == "prism" and state_dir is not None:
-            from prism_code.llm.state_cache import StateCache
+        from prism_code.llm.backend import keeps_kv_state
+        from prism_code.llm.state_cache import StateCache
 
+        if strategy == "prism" and state_dir is not None and keeps_kv_state(session):
             # PRISM's task, rules and schema do not change between queries: their KV state is a file.
             options["state_cache"] = StateCache(state_dir)
         def found(results: list[FoundFunction]) -> list[Found]:

@@ -37,8 +37,7 @@ from typing import TYPE_CHECKING, Any
 from prism_code.cancel import CancelCheck
 from prism_code.fragments import Fragment
 from prism_code.index import RepoIndex
-from prism_code.llm.backend import model_label
-from prism_code.llm.state_cache import KVStateSession
+from prism_code.llm.backend import keeps_kv_state, model_label
 from prism_code.llm.types import Generation
 from prism_code.memory.accounting import Accounting
 from prism_code.memory.code_schemas import FunctionMemory, FunctionNote
@@ -50,7 +49,7 @@ from prism_code.memory.schema import format_path, schema_source
 from prism_code.parse import language_for_path
 
 if TYPE_CHECKING:
-    from prism_code.llm.backend import CompletionBackend
+    from prism_code.llm.backend import CompletionBackend, KVBackend
     from prism_code.llm.state_cache import StateCache
 
 log = logging.getLogger(__name__)
@@ -301,7 +300,7 @@ def _write_all(session: CompletionBackend, index: RepoIndex, store: NotesStore, 
     model = settings.model or model_label(session)
     writer = NoteWriter(session, settings)
     # A remote engine keeps the prefix in its own prompt cache: no state files.
-    if state_cache is not None and isinstance(session, KVStateSession):
+    if state_cache is not None and keeps_kv_state(session):
         state_cache.restore_longest_prefix(session, writer.prefix)
     memories: dict[str, dict[str, Any]] = {}  # path -> FunctionMemory of that file, as stored
     for n, item in enumerate(work):
@@ -311,7 +310,7 @@ def _write_all(session: CompletionBackend, index: RepoIndex, store: NotesStore, 
         fragment = item.fragment
         note = writer.write(fragment.path, fragment.qualname, _shown_source(index, fragment), run.accounting,
                             cancelled)
-        if n == 0 and state_cache is not None and isinstance(session, KVStateSession):
+        if n == 0 and state_cache is not None and keeps_kv_state(session):
             _save_prefix(state_cache, session, writer)
         if note is None:
             run.cancelled = True
@@ -372,7 +371,7 @@ def _fill_gaps(note: FunctionNote, index: RepoIndex, fragment: Fragment) -> Func
     return FunctionNote(**{f: getattr(note, f) or getattr(fallback, f) for f in FIELDS})
 
 
-def _save_prefix(state_cache: StateCache, session: KVStateSession, writer: NoteWriter) -> None:
+def _save_prefix(state_cache: StateCache, session: KVBackend, writer: NoteWriter) -> None:
     """Persist the prefix's KV state once it has been evaluated (a later run restores it).
 
     Saving cuts the cache back to the prefix, so the context is rebuilt from the prefix.

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from prism_code.cancel import CancelCheck
-from prism_code.llm.state_cache import KVStateSession, StateCache
+from prism_code.llm.backend import keeps_kv_state
+from prism_code.llm.state_cache import StateCache
 from prism_code.llm.types import PrefillStats, common_prefix
 from prism_code.memory.accounting import Accounting
 from prism_code.memory.encoding import Encoding, PromptBuilder
@@ -170,7 +171,7 @@ def _start_from_state(session: CompletionBackend, state_cache: StateCache, stabl
                       cancelled: CancelCheck | None) -> PrefillStats | None:
     """Bring the stable prefix into the cache from its state file; when there is none, evaluate
     it and write the file (those are the prefill's figures, returned so the pass counts them)."""
-    if not isinstance(session, KVStateSession):
+    if not keeps_kv_state(session):
         return None  # a remote engine keeps the prefix in its own prompt cache
     if common_prefix(session.tokens, stable) == len(stable):
         return None
