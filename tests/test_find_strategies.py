@@ -127,7 +127,7 @@ def test_prism_by_likelihood_keeps_the_described_function_first(search, model_se
     events, rankings = [], []
     outcome = run_find("prism", search, ORDER_TOTAL, top=4, session=model_session, on_event=events.append,
                        on_ranking=rankings.append, candidates=4, noted=2, noted_chunk=1, max_revisions=1,
-                       step_tokens=80)
+                       step_tokens=80, short_query_evidence="body")
     # Anytime: retrieval's ranking first, one more per candidate scored, then the final one.
     assert [(r.scored, r.total, r.done) for r in rankings] == [(0, 4, False), (1, 4, False), (2, 4, False),
                                                                (3, 4, False), (4, 4, False), (4, 4, True)]
@@ -154,6 +154,22 @@ def test_prism_by_likelihood_keeps_the_described_function_first(search, model_se
     # The pass decoded its revisions; the likelihood only evaluated prompts (one call per candidate).
     assert outcome.accounting.calls == outcome.stats["steps"] + 4
     assert outcome.accounting.decoded == sum(row["decoded"] for row in outcome.stats["step_rows"])
+
+
+@pytest.mark.model
+def test_prism_reads_a_sentence_against_the_candidates_signatures(search, model_session):
+    rankings = []
+    outcome = run_find("prism", search, "Total price of an order.", top=4, session=model_session,
+                       on_ranking=rankings.append, candidates=4, noted=1, noted_chunk=1, max_revisions=1,
+                       step_tokens=60)
+    pmi = outcome.stats["signature_pmi"]
+    assert set(pmi) == {r.qualname for r in outcome.results} and "likelihood" not in outcome.stats
+    assert max(pmi, key=pmi.get) == "total_price" == outcome.results[0].qualname
+    assert "signature PMI" in outcome.results[0].reason
+    assert [(r.scored, r.done) for r in rankings] == [(0, False), (1, False), (2, False), (3, False), (4, False),
+                                                      (4, True)]
+    # One pass per header with the sentence, one per header without it unless that prior is kept.
+    assert 4 + outcome.stats["steps"] <= outcome.accounting.calls <= 8 + outcome.stats["steps"]
 
 
 @pytest.mark.model

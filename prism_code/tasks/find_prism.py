@@ -56,13 +56,16 @@ from prism_code.tasks.query_likelihood import (
     rank_by_likelihood,
     rerank,
 )
+from prism_code.tasks.signature_pmi import SIGNATURE_MARGIN, signature_of, signature_scores
 
 log = logging.getLogger(__name__)
 
 View = Literal["notes", "bodies"]  # what the model is shown of a candidate
 Evidence = Literal["likelihood", "fit"]  # what may move a candidate above retrieval's first
+ShortEvidence = Literal["signature", "body"]  # what the likelihood reads when the query is a sentence
 VIEWS: tuple[View, ...] = get_args(View)
 EVIDENCE: tuple[Evidence, ...] = get_args(Evidence)
+SHORT_EVIDENCE: tuple[ShortEvidence, ...] = get_args(ShortEvidence)
 
 TASK = ("You help find the one function of a repository that [QUERY] describes. A search "
         "already picked some candidate functions; [TEXT] shows a few of them, each under a "
@@ -115,6 +118,10 @@ class PrismSettings:
     # docstring would echo its words), with its own margin; a long description as written.
     short_query_margin: float = SHORT_QUERY_MARGIN
     short_query_code_only: bool = True
+    # A sentence is read against each candidate's signature instead (signature_pmi): chosen on the
+    # docstrings tuning split over the bodies (`prism-code bench likelihood`), at a third of the tokens.
+    short_query_evidence: ShortEvidence = "signature"
+    signature_margin: float = SIGNATURE_MARGIN
 
 
 def candidate_text(index: RepoIndex, found: FoundFunction, key: str, view: View,
@@ -215,7 +222,10 @@ def find_prism(session: ScoringBackend, search: FunctionSearch, description: str
     query.stats.update({"view": settings.view, "encoding": settings.encoding.value, "updates": settings.allow_updates,
                         "candidates": len(pool), "retrieval_order": keys})
     if by_likelihood:
-        chosen = _by_likelihood(query, search.index, candidates, settings.likelihood_candidates)
+        by_signature = (len(description.split()) <= SHORT_QUERY_WORDS
+                        and settings.short_query_evidence == "signature")
+        decide = _by_signature if by_signature else _by_likelihood
+        chosen = decide(query, search.index, candidates, settings.likelihood_candidates)
         # The pass then writes the reasons for the results the user reads first.
         noted = sorted(candidates, key=lambda c: c.key != chosen)[:noted_n]
         passed = _note(query, noted, chunk, state_cache, steps_before=scored_n)
@@ -226,7 +236,7 @@ def find_prism(session: ScoringBackend, search: FunctionSearch, description: str
     query.emit("answer", f"answer: {chosen}" if chosen else "answer: none, retrieval order kept", query.total)
 
     ranked = _ranked(candidates, query.stats["memory"], chosen, query.stats.get("likelihood"),
-                     {c.key for c in noted})
+                     {c.key for c in noted}, query.stats.get("signature_pmi"))
     return FindOutcome(ranked + query.beyond, query.accounting, query.stats)
 
 
@@ -237,6 +247,9 @@ def _checked(settings: PrismSettings, overrides: dict[str, Any]) -> PrismSetting
         raise ValueError(f"unknown candidate view {settings.view!r}; choose from {', '.join(VIEWS)}")
     if settings.evidence not in EVIDENCE:
         raise ValueError(f"unknown evidence {settings.evidence!r}; choose from {', '.join(EVIDENCE)}")
+    if settings.short_query_evidence not in SHORT_EVIDENCE:
+        raise ValueError(f"unknown short-query evidence {settings.short_query_evidence!r}; "
+                         f"choose from {', '.join(SHORT_EVIDENCE)}")
     return settings
 
 
@@ -345,8 +358,40 @@ def _by_likelihood(query: _Query, index: RepoIndex, candidates: list[Candidate],
     return chosen
 
 
-def _provisional(candidates: list[Candidate], scores: list[float], margin: float) -> list[FoundFunction]:
-    """The order the likelihood gives so far: the final rule (one candidate moves above
+def _by_signature(query: _Query, index: RepoIndex, candidates: list[Candidate], n: int) -> str | None:
+    """The key to move above retrieval's first by the sentence's PMI with the signatures of the
+    first `n` candidates, else None."""
+    scored = candidates[:n]
+    margin = query.settings.signature_margin
+    pmis: list[float] = []
+    query.emit("likelihood", f"scoring the description against {len(scored)} candidate signatures", 0)
+
+    def on_scored(i: int, pmi: float) -> None:
+        query.emit("likelihood", f"scored {i + 1}/{len(scored)}: {scored[i].key} (PMI {pmi:+.2f}/token)", i + 1)
+        pmis.append(pmi)
+        query.rankings.scored(_provisional(candidates, pmis, margin, SIGNATURE_LABEL) + query.beyond,
+                              {c.found.key for c in scored[:i + 1]}, i + 1)
+
+    result = signature_scores(query.session, [signature_of(index, c.found) for c in scored], query.description,
+                              cancelled=query.cancelled, on_scored=on_scored)
+    for cost in result.calls:
+        query.accounting.add(cost)
+    best = rank_by_likelihood(pmis, margin)
+    chosen = None if best is None else scored[best].key
+    query.stats["signature_pmi"] = {c.key: round(v, 4) for c, v in zip(scored, pmis)}
+    query.stats["chosen_by"] = ("retrieval: no signature gained clearly more from the description" if chosen is None
+                                else "signature: the description raises this header's likelihood the most")
+    query.emit("likelihood", f"first: {chosen or scored[0].key} ({query.stats['chosen_by']})", len(scored))
+    return chosen
+
+
+LIKELIHOOD_LABEL = "description log-prob {score:.2f}/token"
+SIGNATURE_LABEL = "signature PMI {score:+.2f}/token"
+
+
+def _provisional(candidates: list[Candidate], scores: list[float], margin: float,
+                 label: str = LIKELIHOOD_LABEL) -> list[FoundFunction]:
+    """The order the model's scores give so far: the final rule (one candidate moves above
     retrieval's first on a clear margin) applied to the candidates scored yet."""
     best = rank_by_likelihood(scores, margin)
     out = []
@@ -354,14 +399,15 @@ def _provisional(candidates: list[Candidate], scores: list[float], margin: float
         f = candidates[i].found
         if i < len(scores):
             gain = f"; {scores[i] - scores[0]:+.2f} against retrieval's first" if i else ""
-            reason = f"description log-prob {scores[i]:.2f}/token{gain}; retrieval rank {i + 1}"
+            reason = f"{label.format(score=scores[i])}{gain}; retrieval rank {i + 1}"
             f = FoundFunction(f.name, f.qualname, f.path, f.start_line, f.end_line, f.score, reason)
         out.append(f)
     return out
 
 
 def _ranked(candidates: list[Candidate], memory: dict[str, Any], chosen: str | None,
-            likelihood: dict[str, float] | None = None, noted: set[str] | None = None) -> list[FoundFunction]:
+            likelihood: dict[str, float] | None = None, noted: set[str] | None = None,
+            signature_pmi: dict[str, float] | None = None) -> list[FoundFunction]:
     def with_reason(c: Candidate, rank: int, reason: str) -> FoundFunction:
         f = c.found
         return FoundFunction(f.name, f.qualname, f.path, f.start_line, f.end_line, f.score,
@@ -373,7 +419,8 @@ def _ranked(candidates: list[Candidate], memory: dict[str, Any], chosen: str | N
         c = candidates[i]
         entry = memory.get(c.key)
         if c.key == chosen:
-            reason = (("chosen by likelihood" if likelihood else "chosen by PRISM") + ": "
+            by = "signature PMI" if signature_pmi else "likelihood" if likelihood else "PRISM"
+            reason = (f"chosen by {by}: "
                       + (_describe(entry) or "not in the memory"))
         elif entry is not None:
             reason = "in PRISM memory, not chosen: " + _describe(entry)
@@ -382,6 +429,8 @@ def _ranked(candidates: list[Candidate], memory: dict[str, Any], chosen: str | N
         else:
             reason = "not kept in the PRISM memory"
         if likelihood and c.key in likelihood:
-            reason += f"; description log-prob {likelihood[c.key]:.2f}/token"
+            reason += "; " + LIKELIHOOD_LABEL.format(score=likelihood[c.key])
+        if signature_pmi and c.key in signature_pmi:
+            reason += "; " + SIGNATURE_LABEL.format(score=signature_pmi[c.key])
         out.append(with_reason(c, i + 1, reason))
     return out

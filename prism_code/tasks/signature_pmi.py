@@ -16,12 +16,13 @@ Nothing is sampled: one forward pass over each signature's tokens.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from prism_code.cancel import CancelCheck, Cancelled
 from prism_code.index import RepoIndex
 from prism_code.llm.backend import ScoringBackend
+from prism_code.llm.types import GenerationStats
 from prism_code.parse import language_for_path
 from prism_code.tasks.find_function import FoundFunction
 
@@ -29,6 +30,9 @@ LANGUAGE_NAMES = {
     "python": "Python", "javascript": "JavaScript", "typescript": "TypeScript", "tsx": "TypeScript",
     "java": "Java", "go": "Go", "rust": "Rust", "c": "C", "cpp": "C++",
 }
+# Nats per signature token the best candidate must gain over retrieval's first (bench likelihood,
+# docstrings tuning split).
+SIGNATURE_MARGIN = 0.3
 MAX_SIGNATURE_TOKENS = 96  # a header longer than this is scored on its head: the name comes first
 
 
@@ -54,8 +58,15 @@ class SignatureScore:
 @dataclass(frozen=True)
 class SignatureScores:
     scores: list[SignatureScore]
-    encoded: int  # prompt tokens evaluated for these scores (priors computed now included)
-    reused: int
+    calls: list[GenerationStats]  # one per forward pass (priors computed now included); nothing decoded
+
+    @property
+    def encoded(self) -> int:
+        return sum(c.encoded for c in self.calls)
+
+    @property
+    def reused(self) -> int:
+        return sum(c.reused for c in self.calls)
 
 
 def _request(session: ScoringBackend, language: str, description: str | None) -> list[int]:
@@ -89,36 +100,42 @@ class SignaturePriors:
             self._sums.popitem(last=False)
 
 
-def _logprob_sum(session: ScoringBackend, prompt: list[int], signature: list[int],
-                 cancelled: CancelCheck | None) -> tuple[float, int, int, int]:
+# One per process: a prior depends on the model and the header only, so every query and
+# workspace of a server shares them (bounded; ~100 bytes an entry).
+SHARED_PRIORS = SignaturePriors()
+
+
+def _logprob_sum(session: ScoringBackend, prompt: list[int], signature: list[int], cancelled: CancelCheck | None,
+                 calls: list[GenerationStats]) -> tuple[float, int]:
     scored = session.continuation_logprobs(prompt, signature, cancelled)
     if scored.cancelled:
         raise Cancelled("find cancelled")
-    return sum(scored.logprobs), len(scored.logprobs), scored.encoded, scored.reused
+    calls.append(GenerationStats(scored.reused + scored.encoded, scored.reused, scored.encoded, 0, scored.ms, 0.0,
+                                 "stop"))
+    return sum(scored.logprobs), len(scored.logprobs)
 
 
 def signature_scores(session: ScoringBackend, signatures: Sequence[Signature], description: str,
-                     priors: SignaturePriors, cancelled: CancelCheck | None = None) -> SignatureScores:
-    """The description's PMI with each signature. Conditional scores come first, priors after,
-    so each prompt's tokens stay cached across the candidates that follow it."""
+                     priors: SignaturePriors = SHARED_PRIORS, cancelled: CancelCheck | None = None,
+                     on_scored: Callable[[int, float], None] | None = None) -> SignatureScores:
+    """The description's PMI with each signature; `on_scored(i, pmi)` follows each one.
+
+    Conditional scores come first, priors after, so each prompt's tokens stay cached across
+    the candidates that follow it.
+    """
     model = session.model_sha256
-    encoded = reused = 0
+    calls: list[GenerationStats] = []
     token_lists = [session.tokenize_text(s.text)[:MAX_SIGNATURE_TOKENS] or session.tokenize_text(" ")
                    for s in signatures]
-    conditional: list[tuple[float, int]] = []
-    for signature, tokens in zip(signatures, token_lists, strict=True):
-        total, n, enc, reu = _logprob_sum(session, _request(session, signature.language, description), tokens,
-                                          cancelled)
-        conditional.append((total, n))
-        encoded, reused = encoded + enc, reused + reu
+    conditional = [_logprob_sum(session, _request(session, s.language, description), tokens, cancelled, calls)
+                   for s, tokens in zip(signatures, token_lists, strict=True)]
     out = []
-    for signature, tokens, (total, n) in zip(signatures, token_lists, conditional, strict=True):
+    for i, (signature, tokens, (total, n)) in enumerate(zip(signatures, token_lists, conditional, strict=True)):
         prior = priors.get(model, signature)
         if prior is None:
-            p_total, p_n, enc, reu = _logprob_sum(session, _request(session, signature.language, None), tokens,
-                                                  cancelled)
-            prior = (p_total, p_n)
+            prior = _logprob_sum(session, _request(session, signature.language, None), tokens, cancelled, calls)
             priors.put(model, signature, prior)
-            encoded, reused = encoded + enc, reused + reu
         out.append(SignatureScore((total - prior[0]) / max(1, n), total / max(1, n), n))
-    return SignatureScores(out, encoded, reused)
+        if on_scored is not None:
+            on_scored(i, out[-1].pmi)
+    return SignatureScores(out, calls)
