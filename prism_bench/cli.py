@@ -31,6 +31,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--ablation", type=bounded_int(0), default=0, metavar="N",
                    help="prism: also run the four encodings (Table 3) on the first N needles")
     p.add_argument("--token-budget", type=bounded_int(1), help="long-context: code tokens in the prompt at most")
+    p.add_argument("--remote", metavar="URL",
+                   help="prism, long-context: run the model on this OpenAI-compatible server (docs/remote.md)")
     p.add_argument("--view-tokens", action="store_true",
                    help="prism: only count the candidate prompt tokens of each view (no model calls)")
     p.add_argument("--cache-dir", type=non_empty_path, help="where haystacks and their indexes live")
@@ -151,8 +153,9 @@ def run(args: argparse.Namespace) -> int:
         from prism_bench import likelihood_tuning
 
         views = chosen_modes(args.views, dict.fromkeys(likelihood_tuning.VIEWS), list(likelihood_tuning.VIEWS))
+        chart_path = args.write.parent / "images" / f"find-rerank-{args.model}.png" if args.write else None
         body = likelihood_tuning.run_cli(args.limit, args.repoqa_limit, args.langs, args.model, args.threads, views,
-                                         command)
+                                         command, chart_path)
         section = f"find-likelihood-{args.model}"
     elif args.bench == "repoeval":
         from prism_bench import repoeval
@@ -273,13 +276,13 @@ def _repoqa_strategy(args: argparse.Namespace, haystacks, index_cache: Path, com
         options["token_budget"] = args.token_budget
     result = repoqa_strategies.run(haystacks, index_cache, args.strategy, args.model, limit=args.limit,
                                    threads=args.threads, ablation=args.ablation, overlap=language != "python",
-                                   **options)
+                                   remote=args.remote, **options)
     body = repoqa_strategies.markdown(result, command)
     print(body)
     if args.write:
         suffix = (f"-{args.view}" if args.strategy == "prism" and args.view else "") + (
             f"-{args.evidence}" if args.strategy == "prism" and args.evidence else "") + (
-            "-ablation" if args.ablation else "")
+            "-ablation" if args.ablation else "") + ("-remote" if args.remote else "")
         prefix = "repoqa" if language == "python" else f"repoqa-{language}"
         write_section(args.write, f"{prefix}-{args.strategy}-{args.model}{suffix}", body)
     return 0

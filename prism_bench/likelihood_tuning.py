@@ -170,8 +170,22 @@ def markdown(rows_by_benchmark: dict[str, list[ScoredCandidates]], tuned_on: str
     return "\n".join(lines)
 
 
+def chart(rows_by_benchmark: dict[str, list[ScoredCandidates]], tuned_on: str, views: Sequence[str],
+          path: Path) -> Path:
+    """Top-1 per benchmark: retrieval alone, and each view at the margin chosen for it on the tuning split."""
+    from prism_bench.charts import grouped_bars
+
+    series: dict[str, Sequence[float]] = {"retrieval": [top1(rows, None) for rows in rows_by_benchmark.values()]}
+    for view in views:
+        _, margin = choose(rows_by_benchmark[tuned_on], [view])
+        series[f"{view} (margin {margin:g})"] = [top1(rows, view, margin) for rows in rows_by_benchmark.values()]
+    groups = [f"{name}\n({len(rows)})" for name, rows in rows_by_benchmark.items()]
+    return grouped_bars(path, f"Find top-1: the model's rerank of retrieval's top 10 (tuned on {tuned_on})",
+                        groups, series, "top-1")
+
+
 def run_cli(limit: int, repoqa_limit: int, languages: Sequence[str], model: str, threads: int,
-            views: Sequence[str], command: str) -> str:
+            views: Sequence[str], command: str, chart_path: Path | None = None) -> str:
     from prism_bench import docstrings_data, repoqa_data
 
     embedder = Embedder()
@@ -192,4 +206,8 @@ def run_cli(limit: int, repoqa_limit: int, languages: Sequence[str], model: str,
                                                      overlap=True)
     finally:
         session.close()
-    return markdown(rows, "docstrings tune", views, command)
+    body = markdown(rows, "docstrings tune", views, command)
+    if chart_path is not None:
+        png = chart(rows, "docstrings tune", views, chart_path)
+        body += f"\n\n![find: the model's rerank](images/{png.name})"
+    return body
