@@ -26,6 +26,7 @@ from prism_bench.repoqa_data import Haystack, Needle
 from prism_bench.repoqa_retrieval import haystack_search, target_row
 from prism_bench.report import table
 from prism_code.index import RepoIndex
+from prism_code.llm.backend import ScoringBackend
 from prism_code.llm.runtime import LlamaSession
 from prism_code.llm.state_cache import StateCache
 from prism_code.memory.accounting import Accounting
@@ -65,6 +66,7 @@ class StrategyResult:
     variant_needles: int = 0
     speed: MachineSpeed | None = None
     interrupted: bool = False  # stopped by Ctrl-C (SIGINT): the needles run so far are reported
+    remote: str | None = None  # the remote engine's URL when the model ran there
 
 
 def select_needles(haystacks: list[Haystack], limit: int | None) -> list[tuple[Haystack, Needle]]:
@@ -88,20 +90,30 @@ def _is_needle(result, needle: Needle) -> bool:
 
 
 def run(haystacks: list[Haystack], cache_dir: Path, strategy: str, model: str, limit: int | None = None,
-        threads: int = 2, ablation: int = 0, overlap: bool = False, **options) -> StrategyResult:
+        threads: int = 2, ablation: int = 0, overlap: bool = False, remote: str | None = None,
+        **options) -> StrategyResult:
     """`overlap`: a needle is the indexed function its lines overlap most (repoqa-multi's
-    qualified C++/Rust names start on other lines than the index's), as retrieval's bench has it."""
+    qualified C++/Rust names start on other lines than the index's), as retrieval's bench has it.
+    `remote`: the model runs on the OpenAI-compatible server at this URL (no state files, no
+    host speed: the server's is not this machine's)."""
     chosen = select_needles(haystacks, limit)
-    out = StrategyResult(strategy, model, dict(options))
+    out = StrategyResult(strategy, model, dict(options), remote=remote)
     embedder = Embedder()
-    session = LlamaSession.open(model, n_threads=threads, n_ctx=max(4096, options.get("token_budget", 0) + 1024))
-    out.speed = measure(session)
+    session: ScoringBackend
+    if remote:
+        from prism_code.llm.remote import RemoteSession, RemoteSettings
+
+        session = RemoteSession(RemoteSettings(url=remote, timeout=600))
+    else:
+        local = LlamaSession.open(model, n_threads=threads, n_ctx=max(4096, options.get("token_budget", 0) + 1024))
+        out.speed = measure(local)
+        session = local
     # A background job ignores SIGINT; SIGTERM then is how a long run is stopped and still reported.
     previous = signal.signal(signal.SIGTERM, _interrupt) if threading.current_thread() is threading.main_thread() \
         else None
     try:
         # As in the server: PRISM's query-independent prefix comes back from a state file.
-        warm = {"state_cache": StateCache(cache_dir.parent / "states")} if strategy == "prism" else {}
+        warm = {"state_cache": StateCache(cache_dir.parent / "states")} if strategy == "prism" and not remote else {}
         _run_haystacks(session, haystacks, chosen, cache_dir, embedder, strategy, options, ablation, out, warm,
                        overlap)
     except KeyboardInterrupt:
@@ -117,7 +129,7 @@ def _interrupt(_signum: int, _frame: object) -> None:
     raise KeyboardInterrupt
 
 
-def _run_haystacks(session: LlamaSession, haystacks: list[Haystack], chosen: list[tuple[Haystack, Needle]],
+def _run_haystacks(session: ScoringBackend, haystacks: list[Haystack], chosen: list[tuple[Haystack, Needle]],
                    cache_dir: Path, embedder: Embedder, strategy: str, options: dict, ablation: int,
                    out: StrategyResult, warm: dict, overlap: bool = False) -> None:
     for haystack, needles in by_haystack(haystacks, chosen):
@@ -150,7 +162,7 @@ def located(index: RepoIndex, needle: Needle) -> Needle:
     return replace(needle, start_line=functions[row].start_line, end_line=functions[row].end_line)
 
 
-def _one(session: LlamaSession, search: FunctionSearch, needle: Needle, strategy: str, options: dict,
+def _one(session: ScoringBackend, search: FunctionSearch, needle: Needle, strategy: str, options: dict,
          accounting: Accounting) -> NeedleRun:
     started = time.perf_counter()
     first: list[float] = []
@@ -208,7 +220,9 @@ def markdown(result: StrategyResult, command: str) -> str:
     lines = [f"Command: `{command}`", "",
              (f"{n} RepoQA Python needles (round-robin over repositories"
               f"{'; interrupted before the limit' if result.interrupted else ''}), strategy `{result.strategy}`, "
-              f"model {result.model}, {opts}. Load average at the end: {load[0]:.1f} / {load[1]:.1f} / "
+              f"model {result.model}"
+              + (f" through the remote engine at {result.remote}" if result.remote else "")
+              + f", {opts}. Load average at the end: {load[0]:.1f} / {load[1]:.1f} / "
               f"{load[2]:.1f} (other jobs shared the 2 cores; latencies are inflated accordingly)."
               + (f" {result.speed.sentence()}" if result.speed else "")), "",
              table(["metric", "value"], [
