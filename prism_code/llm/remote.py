@@ -411,8 +411,9 @@ class RemoteSession:
         try:
             result = self._with_format("text", body, prompt, cancelled)
         except RemoteError as second:
-            # The text attempt's reason is the one to fix when ids were refused for their form.
-            raise (second if "validation" in first.reason or "string" in first.reason else first) from None
+            # What the server says of the text prompt is what the user can act on (a deadline, a
+            # grammar it cannot parse); the refusal of ids only said to send text.
+            raise second from None
         log.warning("%s does not accept token-id prompts (%s...); sending prompts as text, with "
                     "control-token spellings in repository text broken by U+200B",
                     self.url, first.reason[:80])
