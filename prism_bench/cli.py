@@ -156,7 +156,9 @@ def run(args: argparse.Namespace) -> int:
         chart_path = args.write.parent / "images" / f"find-rerank-{args.model}.png" if args.write else None
         body = likelihood_tuning.run_cli(args.limit, args.repoqa_limit, args.langs, args.model, args.threads, views,
                                          command, chart_path)
-        section = f"find-likelihood-{args.model}"
+        # The signature view alone is its own section: the bodies' runs cost hours and stay.
+        section = (f"find-signature-pmi-{args.model}" if views == [likelihood_tuning.SIGNATURE_PMI]
+                   else f"find-likelihood-{args.model}")
     elif args.bench == "repoeval":
         from prism_bench import repoeval
 

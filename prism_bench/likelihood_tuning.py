@@ -142,6 +142,13 @@ def choose(tune: Sequence[ScoredCandidates], views: Sequence[str]) -> tuple[str,
     return max(((v, m) for v in views for m in MARGINS), key=lambda vm: (top1(tune, *vm), vm[1]))
 
 
+def moves(rows: Sequence[ScoredCandidates], view: str, margin: float) -> tuple[int, int]:
+    """(queries the rerank made right, queries it made wrong) against retrieval's first."""
+    fixed = sum(first_is_right(r, view, margin) and r.target != 0 for r in rows)
+    broke = sum(r.target == 0 and not first_is_right(r, view, margin) for r in rows)
+    return fixed, broke
+
+
 def _tokens(rows: Sequence[ScoredCandidates], view: str) -> str:
     tokens = [r.tokens[view] for r in rows if r.tokens.get(view)]
     return f"{sum(tokens) / len(tokens):.0f}" if tokens else "-"
@@ -153,13 +160,15 @@ def markdown(rows_by_benchmark: dict[str, list[ScoredCandidates]], tuned_on: str
     lines = [f"Command: `{command}`", "",
              f"Chosen on **{tuned_on}** only: view **{view}**, margin **{margin:g}** "
              f"(nats per token; before: {DEFAULT_MARGIN:g}, bodies as written).", "",
-             "| benchmark | queries | retrieval top-1 | chosen | right in top-10 | "
+             "| benchmark | queries | retrieval top-1 | chosen | made right / made wrong | right in top-10 | "
              "prompt tokens / query (chosen view) |",
-             "| --- | --- | --- | --- | --- | --- |"]
+             "| --- | --- | --- | --- | --- | --- | --- |"]
     for benchmark, rows in rows_by_benchmark.items():
         tag = " (tuning split)" if benchmark == tuned_on else ""
+        fixed, broke = moves(rows, view, margin)
+        in_top = sum(r.target is not None for r in rows) / max(1, len(rows))
         lines.append(f"| {benchmark}{tag} | {len(rows)} | {top1(rows, None):.3f} | {top1(rows, view, margin):.3f} | "
-                     f"{sum(r.target is not None for r in rows) / max(1, len(rows)):.3f} | {_tokens(rows, view)} |")
+                     f"{fixed} / {broke} | {in_top:.3f} | {_tokens(rows, view)} |")
     lines += ["", "Top-1 by view and margin (every row from the same model calls):", "",
               "| benchmark | view | tokens / query | " + " | ".join(f"m={m:g}" for m in MARGINS) + " |",
               "| --- | --- | --- | " + " | ".join("---" for _ in MARGINS) + " |"]
