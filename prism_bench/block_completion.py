@@ -24,8 +24,10 @@ from prism_code.progress import StageBars
 from prism_code.tasks.complete import CompletionSettings
 
 MODES: dict[str, CompletionSettings] = {
-    "retrieval off": CompletionSettings(max_lines=BLOCK_LINES, retrieval=False),
-    "retrieval on": CompletionSettings(max_lines=BLOCK_LINES),
+    # The block budget is fixed here, so the product's default can change without
+    # invalidating the outcomes kept per mode.
+    "retrieval off": CompletionSettings(max_lines=BLOCK_LINES, block_tokens=160, retrieval=False),
+    "retrieval on": CompletionSettings(max_lines=BLOCK_LINES, block_tokens=160),
 }
 
 

@@ -15,14 +15,16 @@ from prism_code.tasks.fim import PLAIN_LAYOUT, FimBudget, FimLayout
 # The floor: the 80 lines above (at most 1,500 tokens) up to the cursor, the 24 lines below
 # (at most 400 tokens), no retrieval, no repository markers; the model's first line as is.
 FLOOR = "plain FIM floor"
+# block_tokens is fixed at its old default: it is part of a mode's key in the outcome files,
+# and one-line completions never use it.
 FLOOR_SETTINGS = CompletionSettings(
-    retrieval=False, max_lines=1, layout=PLAIN_LAYOUT, trim_repeated_suffix=False,
+    block_tokens=160, retrieval=False, max_lines=1, layout=PLAIN_LAYOUT, trim_repeated_suffix=False,
     budget=FimBudget(prefix_tokens=1500, prefix_lines=80, suffix_tokens=400, suffix_lines=24, align_head=False),
 )
 
 PRODUCT_OFF = "product, retrieval off"
 PRODUCT_ON = "product, retrieval on"
-_PRODUCT = CompletionSettings(max_lines=1)
+_PRODUCT = CompletionSettings(max_lines=1, block_tokens=160)
 _OFF = replace(_PRODUCT, retrieval=False)
 
 MODES: dict[str, CompletionSettings] = {

@@ -28,7 +28,7 @@ from prism_code.llm import LlamaSession, StateCache
 from prism_code.tasks.complete import Completer, CompletionResult, CompletionSettings
 
 # Scored as RepoCoder does: one line per task, so every mode completes a single line.
-_BASE = CompletionSettings(max_lines=1)
+_BASE = CompletionSettings(max_lines=1, block_tokens=160)  # one line: the block budget is unused
 MODES: dict[str, CompletionSettings] = {
     "in-file": replace(_BASE, retrieval=False),
     "vanilla retrieval": replace(_BASE, alpha=0.0),

@@ -33,7 +33,7 @@ class Settings:
     model_path: str | None = None
     threads: int = 2  # CPU threads for the local LLM
     completion_enabled: bool = True
-    completion_max_lines: int = 8
+    completion_max_lines: int = 3  # the library's default (tasks/complete.py says why)
     # `auto`: prism.modelPath when set, else the 1.5B where this host runs it fast enough
     # (tasks/model_policy.py); a registry name forces that model. Notes and find share it.
     completion_model: str = AUTO
