@@ -128,13 +128,21 @@ def signature_scores(session: ScoringBackend, signatures: Sequence[Signature], d
     calls: list[GenerationStats] = []
     token_lists = [session.tokenize_text(s.text)[:MAX_SIGNATURE_TOKENS] or session.tokenize_text(" ")
                    for s in signatures]
-    conditional = [_logprob_sum(session, _request(session, s.language, description), tokens, cancelled, calls)
+    # One request prompt per (language, with or without the description), built once.
+    prompts: dict[tuple[str, bool], list[int]] = {}
+
+    def request(language: str, described: bool) -> list[int]:
+        if (language, described) not in prompts:
+            prompts[language, described] = _request(session, language, description if described else None)
+        return prompts[language, described]
+
+    conditional = [_logprob_sum(session, request(s.language, True), tokens, cancelled, calls)
                    for s, tokens in zip(signatures, token_lists, strict=True)]
     out = []
     for i, (signature, tokens, (total, n)) in enumerate(zip(signatures, token_lists, conditional, strict=True)):
         prior = priors.get(model, signature)
         if prior is None:
-            prior = _logprob_sum(session, _request(session, signature.language, None), tokens, cancelled, calls)
+            prior = _logprob_sum(session, request(signature.language, False), tokens, cancelled, calls)
             priors.put(model, signature, prior)
         out.append(SignatureScore((total - prior[0]) / max(1, n), total / max(1, n), n))
         if on_scored is not None:
