@@ -51,7 +51,7 @@ class CompletionSettings:
     query_lines: int = 20  # RepoCoder's window size
     iterations: int = 1  # 2 = retrieve again with the first draft
     # When the cursor opens a block (otherwise one line): `bench blocks` (tuning half, 0.5B) found the
-    # first 3 lines all right in 2 of 20 bodies and lines 4-5 added 1 body each, at ~12 decoded tokens a line.
+    # first 3 lines all right in 2 of 20 bodies and lines 4-5 added 1 body each.
     max_lines: int = 3
     line_tokens: int = 48
     block_tokens: int = 72
