@@ -48,6 +48,8 @@ class ScoredCandidates:
     candidates: list[str] = field(default_factory=list)  # the candidates' keys, retrieval's order
     scores: dict[str, list[float]] = field(default_factory=dict)  # view -> score per candidate
     tokens: dict[str, int] = field(default_factory=dict)  # view -> prompt tokens evaluated
+    # view -> prompt tokens evaluated per candidate (bodies only; rows cached before it have none)
+    candidate_tokens: dict[str, list[int]] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
 
 
@@ -70,11 +72,15 @@ class RowCache:
         if entry is None or entry["candidates"] != row.candidates:
             return False
         row.scores[view], row.tokens[view], row.seconds[view] = entry["scores"], entry["tokens"], entry["seconds"]
+        if "candidate_tokens" in entry:
+            row.candidate_tokens[view] = entry["candidate_tokens"]
         return True
 
     def add(self, row: ScoredCandidates, view: str) -> None:
         entry = {"benchmark": row.benchmark, "needle": row.needle, "view": view, "candidates": row.candidates,
                  "scores": row.scores[view], "tokens": row.tokens[view], "seconds": row.seconds[view]}
+        if view in row.candidate_tokens:
+            entry["candidate_tokens"] = row.candidate_tokens[view]
         self._known[(row.benchmark, row.needle, view)] = entry
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self.path.open("a") as f:
@@ -82,17 +88,18 @@ class RowCache:
 
 
 def _score_view(session: LlamaSession, search: FunctionSearch, found: list[FoundFunction], description: str,
-                view: str, priors: SignaturePriors) -> tuple[list[float], int]:
+                view: str, priors: SignaturePriors) -> tuple[list[float], int, list[int]]:
+    """Scores per candidate, prompt tokens evaluated in all, and per candidate (bodies only)."""
     if view == SIGNATURE_PMI:
         scored = signature_scores(session, [signature_of(search.index, f) for f in found], description, priors)
-        return [s.pmi for s in scored.scores], scored.encoded
-    scores, tokens = [], 0
+        return [s.pmi for s in scored.scores], scored.encoded, []
+    scores, tokens = [], []
     for f in found:
         text = body_text(search.index, f, f.qualname, DEFAULT_LINES, code_only=view == "code only")
         likelihood = description_likelihood(session, text, description)
         scores.append(likelihood.mean_logprob)
-        tokens += likelihood.stats.encoded
-    return scores, tokens
+        tokens.append(likelihood.stats.encoded)
+    return scores, sum(tokens), tokens
 
 
 def collect(benchmark: str, haystacks: list[Haystack], cache_dir: Path, embedder: Embedder,
@@ -115,8 +122,10 @@ def collect(benchmark: str, haystacks: list[Haystack], cache_dir: Path, embedder
                     if rows_cache.fill(row, view):
                         continue
                     started = time.perf_counter()
-                    row.scores[view], row.tokens[view] = _score_view(session, search, found, needle.description,
-                                                                     view, priors)
+                    row.scores[view], row.tokens[view], per_candidate = _score_view(
+                        session, search, found, needle.description, view, priors)
+                    if per_candidate:
+                        row.candidate_tokens[view] = per_candidate
                     row.seconds[view] = time.perf_counter() - started
                     rows_cache.add(row, view)
                 out.append(row)

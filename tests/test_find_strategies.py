@@ -18,6 +18,7 @@ from prism_code.tasks.find_prism import (
     fit_of,
     parse_function_json,
     promotable,
+    shortlist,
 )
 from prism_code.tasks.find_strategies import FindOutcome, run_find
 
@@ -170,6 +171,35 @@ def test_prism_reads_a_sentence_against_the_candidates_signatures(search, model_
                                                       (4, True)]
     # One pass per header with the sentence, one per header without it unless that prior is kept.
     assert 4 + outcome.stats["steps"] <= outcome.accounting.calls <= 8 + outcome.stats["steps"]
+
+
+ORDER_TOTAL_LONG = ("1. Purpose: work out what a customer's order costs in all. 2. Input: a list of unit prices "
+                    "and a list with how many of each item were bought, in the same order. 3. Output: one number, "
+                    "the order's total. 4. Procedure: pair each unit price with its quantity, multiply each pair, "
+                    "add the products up and return the sum.")
+
+
+def test_a_long_description_reads_the_bodies_of_retrieval_first_and_the_best_headers():
+    assert shortlist([0.1, 0.9, -0.2, 0.5, 0.3], 3) == [0, 1, 3]
+    assert shortlist([2.0, 0.1, 0.2], 2) == [0, 2]  # retrieval's first is read whatever its header's score
+    assert shortlist([0.1, 0.9], 5) == [0, 1]
+
+
+@pytest.mark.model
+def test_prism_reads_a_long_description_against_signatures_then_a_shortlist_of_bodies(search, model_session):
+    rankings = []
+    outcome = run_find("prism", search, ORDER_TOTAL_LONG, top=4, session=model_session, on_ranking=rankings.append,
+                       candidates=4, noted=1, noted_chunk=1, max_revisions=1, step_tokens=60, long_query_bodies=2)
+    pmi, likelihood = outcome.stats["signature_pmi"], outcome.stats["likelihood"]
+    assert set(pmi) == {r.qualname for r in outcome.results}
+    # Bodies read: retrieval's first and the other whose header the description raised most.
+    retrieval_order = [r.qualname for r in search.search(ORDER_TOTAL_LONG, top=4)]
+    best_other = max(retrieval_order[1:], key=pmi.get)
+    assert list(likelihood) == [q for q in retrieval_order if q in {retrieval_order[0], best_other}]
+    assert outcome.results[0].qualname == "total_price"
+    # Anytime: four headers, then two bodies, then the final list.
+    assert [(r.scored, r.total, r.done) for r in rankings] == [(n, 6, False) for n in range(7)] + [(6, 6, True)]
+    assert rankings[-1].results == outcome.results
 
 
 @pytest.mark.model

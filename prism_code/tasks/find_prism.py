@@ -80,6 +80,7 @@ ANSWER = ("Every candidate has been read; the memory holds those that could fit.
           'describes, the best fit. Answer with JSON {"function": name}, name being a key of '
           "candidate_functions.")
 STRONG_FIT = 8  # nearer "does exactly what [QUERY] says" (10) than "similar job" (5)
+LONG_QUERY_BODIES = 0  # every body: the shortlist is measured first (prism-code bench likelihood)
 
 
 @dataclass(frozen=True)
@@ -122,6 +123,9 @@ class PrismSettings:
     # docstrings tuning split over the bodies (`prism-code bench likelihood`), at a third of the tokens.
     short_query_evidence: ShortEvidence = "signature"
     signature_margin: float = SIGNATURE_MARGIN
+    # A long description reads every signature first, then the bodies of retrieval's first and of
+    # the others whose headers it raised most, this many bodies in all (0: every body, no signatures).
+    long_query_bodies: int = LONG_QUERY_BODIES
 
 
 def candidate_text(index: RepoIndex, found: FoundFunction, key: str, view: View,
@@ -205,7 +209,7 @@ def find_prism(session: ScoringBackend, search: FunctionSearch, description: str
     noted_n = min(settings.noted, len(pool)) if by_likelihood else len(pool)
     chunk = settings.noted_chunk if by_likelihood else settings.chunk_size
     # Progress counts candidates scored, pass steps, then the answer.
-    scored_n = min(settings.likelihood_candidates, len(pool)) if by_likelihood else 0
+    scored_n = _model_scores(settings, description, len(pool)) if by_likelihood else 0
     query = _Query(session, description, settings, cancelled, on_event, scored_n + -(-noted_n // chunk) + 1,
                    rankings or RankingStream(None))
     query.beyond = [FoundFunction(f.name, f.qualname, f.path, f.start_line, f.end_line, f.score,
@@ -238,6 +242,24 @@ def find_prism(session: ScoringBackend, search: FunctionSearch, description: str
     ranked = _ranked(candidates, query.stats["memory"], chosen, query.stats.get("likelihood"),
                      {c.key for c in noted}, query.stats.get("signature_pmi"))
     return FindOutcome(ranked + query.beyond, query.accounting, query.stats)
+
+
+def _staged(settings: PrismSettings, description: str, candidates: int) -> bool:
+    """Whether a long description reads the signatures before a shortlist's bodies."""
+    return (len(description.split()) > SHORT_QUERY_WORDS
+            and 0 < settings.long_query_bodies < min(settings.likelihood_candidates, candidates))
+
+
+def _model_scores(settings: PrismSettings, description: str, candidates: int) -> int:
+    """The forward passes the likelihood makes for a query: its progress total."""
+    n = min(settings.likelihood_candidates, candidates)
+    return n + settings.long_query_bodies if _staged(settings, description, candidates) else n
+
+
+def shortlist(pmis: list[float], size: int) -> list[int]:
+    """Retrieval's first and the `size - 1` others with the highest signature PMI, in retrieval order."""
+    others = sorted(range(1, len(pmis)), key=lambda i: -pmis[i])[:max(0, size - 1)]
+    return [0, *sorted(others)]
 
 
 def _checked(settings: PrismSettings, overrides: dict[str, Any]) -> PrismSettings:
@@ -331,19 +353,25 @@ def _by_likelihood(query: _Query, index: RepoIndex, candidates: list[Candidate],
     """The key to move above retrieval's first by the description's likelihood (over the
     first `n` candidates), else None."""
     settings = query.settings
-    scored = candidates[:n]
-    logprobs: list[float] = []
-    query.emit("likelihood", f"scoring the description against {len(scored)} candidate bodies", 0)
+    chosen_from = list(range(min(n, len(candidates))))
+    done = 0
+    if _staged(settings, query.description, len(candidates)):
+        pmis = _signature_pmis(query, index, candidates, n)
+        chosen_from, done = shortlist(pmis, settings.long_query_bodies), len(pmis)
+    scored = [candidates[i] for i in chosen_from]
+    logprobs: dict[int, float] = {}
+    query.emit("likelihood", f"scoring the description against {len(scored)} candidate bodies", done)
     short = len(query.description.split()) <= SHORT_QUERY_WORDS
     code_only = short and settings.short_query_code_only
     margin = settings.short_query_margin if short else settings.likelihood_margin
     bodies = [body_text(index, c.found, c.key, settings.likelihood_lines, code_only) for c in scored]
 
     def on_scored(i: int, logprob: float) -> None:
-        query.emit("likelihood", f"scored {i + 1}/{len(scored)}: {scored[i].key} ({logprob:.2f}/token)", i + 1)
-        logprobs.append(logprob)
+        query.emit("likelihood", f"scored {i + 1}/{len(scored)}: {scored[i].key} ({logprob:.2f}/token)",
+                   done + i + 1)
+        logprobs[chosen_from[i]] = logprob
         query.rankings.scored(_provisional(candidates, logprobs, margin) + query.beyond,
-                              {c.found.key for c in scored[:i + 1]}, i + 1)
+                              {c.found.key for c in scored[:i + 1]}, done + i + 1)
 
     verdict = rerank(query.session, bodies, query.description, margin, query.cancelled,
                      settings.likelihood_tokens, on_scored)
@@ -354,21 +382,21 @@ def _by_likelihood(query: _Query, index: RepoIndex, candidates: list[Candidate],
     chosen = None if verdict.best is None else scored[verdict.best].key
     stats["chosen_by"] = ("retrieval: no candidate made the description clearly more likely" if chosen is None
                           else "likelihood: the description is clearly more likely after this body")
-    query.emit("likelihood", f"first: {chosen or scored[0].key} ({stats['chosen_by']})", len(scored))
+    query.emit("likelihood", f"first: {chosen or scored[0].key} ({stats['chosen_by']})", done + len(scored))
     return chosen
 
 
-def _by_signature(query: _Query, index: RepoIndex, candidates: list[Candidate], n: int) -> str | None:
-    """The key to move above retrieval's first by the sentence's PMI with the signatures of the
-    first `n` candidates, else None."""
+def _signature_pmis(query: _Query, index: RepoIndex, candidates: list[Candidate], n: int) -> list[float]:
+    """The description's PMI with the signatures of the first `n` candidates, each one's
+    provisional ranking streamed as it is scored (margin: the signature rule's)."""
     scored = candidates[:n]
     margin = query.settings.signature_margin
-    pmis: list[float] = []
+    pmis: dict[int, float] = {}
     query.emit("likelihood", f"scoring the description against {len(scored)} candidate signatures", 0)
 
     def on_scored(i: int, pmi: float) -> None:
         query.emit("likelihood", f"scored {i + 1}/{len(scored)}: {scored[i].key} (PMI {pmi:+.2f}/token)", i + 1)
-        pmis.append(pmi)
+        pmis[i] = pmi
         query.rankings.scored(_provisional(candidates, pmis, margin, SIGNATURE_LABEL) + query.beyond,
                               {c.found.key for c in scored[:i + 1]}, i + 1)
 
@@ -376,9 +404,17 @@ def _by_signature(query: _Query, index: RepoIndex, candidates: list[Candidate], 
                               cancelled=query.cancelled, on_scored=on_scored)
     for cost in result.calls:
         query.accounting.add(cost)
-    best = rank_by_likelihood(pmis, margin)
+    query.stats["signature_pmi"] = {c.key: round(pmis[i], 4) for i, c in enumerate(scored)}
+    return [pmis[i] for i in range(len(scored))]
+
+
+def _by_signature(query: _Query, index: RepoIndex, candidates: list[Candidate], n: int) -> str | None:
+    """The key to move above retrieval's first by the sentence's PMI with the signatures of the
+    first `n` candidates, else None."""
+    scored = candidates[:n]
+    pmis = _signature_pmis(query, index, candidates, n)
+    best = rank_by_likelihood(pmis, query.settings.signature_margin)
     chosen = None if best is None else scored[best].key
-    query.stats["signature_pmi"] = {c.key: round(v, 4) for c, v in zip(scored, pmis)}
     query.stats["chosen_by"] = ("retrieval: no signature gained clearly more from the description" if chosen is None
                                 else "signature: the description raises this header's likelihood the most")
     query.emit("likelihood", f"first: {chosen or scored[0].key} ({query.stats['chosen_by']})", len(scored))
@@ -389,15 +425,18 @@ LIKELIHOOD_LABEL = "description log-prob {score:.2f}/token"
 SIGNATURE_LABEL = "signature PMI {score:+.2f}/token"
 
 
-def _provisional(candidates: list[Candidate], scores: list[float], margin: float,
+def _provisional(candidates: list[Candidate], scores: dict[int, float], margin: float,
                  label: str = LIKELIHOOD_LABEL) -> list[FoundFunction]:
-    """The order the model's scores give so far: the final rule (one candidate moves above
-    retrieval's first on a clear margin) applied to the candidates scored yet."""
-    best = rank_by_likelihood(scores, margin)
+    """The order the model's scores give so far (candidate index -> score; retrieval's first
+    is scored first): the final rule (one candidate moves above retrieval's first on a clear
+    margin) applied to the candidates scored yet."""
+    order = sorted(scores)
+    moved = rank_by_likelihood([scores[i] for i in order], margin)
+    best = None if moved is None else order[moved]
     out = []
     for i in sorted(range(len(candidates)), key=lambda i: i != best):
         f = candidates[i].found
-        if i < len(scores):
+        if i in scores:
             gain = f"; {scores[i] - scores[0]:+.2f} against retrieval's first" if i else ""
             reason = f"{label.format(score=scores[i])}{gain}; retrieval rank {i + 1}"
             f = FoundFunction(f.name, f.qualname, f.path, f.start_line, f.end_line, f.score, reason)
@@ -419,7 +458,7 @@ def _ranked(candidates: list[Candidate], memory: dict[str, Any], chosen: str | N
         c = candidates[i]
         entry = memory.get(c.key)
         if c.key == chosen:
-            by = "signature PMI" if signature_pmi else "likelihood" if likelihood else "PRISM"
+            by = "likelihood" if likelihood else "signature PMI" if signature_pmi else "PRISM"
             reason = (f"chosen by {by}: "
                       + (_describe(entry) or "not in the memory"))
         elif entry is not None:
