@@ -61,7 +61,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--langs", nargs="*", default=[], choices=["cpp", "java", "typescript", "rust"],
                    help="repoqa-multi languages to report too")
     p.add_argument("--views", nargs="*", help="views to score (default: all); choose from "
-                   "'as written', 'code only', 'signature PMI'")
+                   "'as written', 'code only', 'signature PMI', 'signature PMI, then 3 bodies'")
     p.add_argument("--model", default="qwen2.5-coder-0.5b")
     p.add_argument("--threads", type=threads, default=2)
     p.add_argument("--write", type=non_empty_path, metavar="MARKDOWN", help="update this results file")
@@ -158,6 +158,7 @@ def run(args: argparse.Namespace) -> int:
                                          command, chart_path)
         # The signature view alone is its own section: the bodies' runs cost hours and stay.
         section = (f"find-signature-pmi-{args.model}" if views == [likelihood_tuning.SIGNATURE_PMI]
+                   else f"find-staged-{args.model}" if likelihood_tuning.STAGED in views
                    else f"find-likelihood-{args.model}")
     elif args.bench == "repoeval":
         from prism_bench import repoeval

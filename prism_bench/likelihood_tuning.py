@@ -25,6 +25,7 @@ from prism_bench.repoqa_strategies import by_haystack, located, select_needles
 from prism_code.llm.runtime import LlamaSession
 from prism_code.retrieval.dense import Embedder
 from prism_code.tasks.find_function import FoundFunction, FunctionSearch
+from prism_code.tasks.find_prism import shortlist
 from prism_code.tasks.query_likelihood import (
     DEFAULT_LINES,
     DEFAULT_MARGIN,
@@ -32,10 +33,16 @@ from prism_code.tasks.query_likelihood import (
     description_likelihood,
     rank_by_likelihood,
 )
-from prism_code.tasks.signature_pmi import SignaturePriors, signature_of, signature_scores
+from prism_code.tasks.signature_pmi import SIGNATURE_MARGIN, SignaturePriors, signature_of, signature_scores
 
 SIGNATURE_PMI = "signature PMI"
-VIEWS = ("as written", "code only", SIGNATURE_PMI)
+# A long description's staged read: every signature, then the bodies (as written) of retrieval's first and
+# the best other headers only. Three bodies is what fits #16's budget of 2,000 prompt tokens a RepoQA query
+# (signatures ~700, a body with the description ~440), so the number is set by cost, not tuned.
+STAGED_BODIES = 3
+STAGED = f"signature PMI, then {STAGED_BODIES} bodies"
+VIEWS = ("as written", "code only", SIGNATURE_PMI, STAGED)
+NOT_READ = -1e9  # the staged view's score for a body it did not read: never moved up
 MARGINS = (0.0, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 1.0, 1.5, 2.0)
 
 
@@ -102,6 +109,23 @@ def _score_view(session: LlamaSession, search: FunctionSearch, found: list[Found
     return scores, sum(tokens), tokens
 
 
+def _staged_view(session: LlamaSession, search: FunctionSearch, found: list[FoundFunction], description: str,
+                 row: ScoredCandidates) -> tuple[list[float], int, list[int]]:
+    """The staged read's scores from the row's signature PMI, and its bodies' likelihood as written
+    (taken from the row when every body was scored already)."""
+    keep = shortlist(row.scores[SIGNATURE_PMI], STAGED_BODIES)
+    scores, tokens = [NOT_READ] * len(found), [0] * len(found)
+    known = "as written" in row.scores and "as written" in row.candidate_tokens
+    for i in keep:
+        if known:
+            scores[i], tokens[i] = row.scores["as written"][i], row.candidate_tokens["as written"][i]
+            continue
+        text = body_text(search.index, found[i], found[i].qualname, DEFAULT_LINES)
+        likelihood = description_likelihood(session, text, description)
+        scores[i], tokens[i] = likelihood.mean_logprob, likelihood.stats.encoded
+    return scores, row.tokens[SIGNATURE_PMI] + sum(tokens), tokens
+
+
 def collect(benchmark: str, haystacks: list[Haystack], cache_dir: Path, embedder: Embedder,
             session: LlamaSession, limit: int, views: Sequence[str], rows_cache: RowCache,
             overlap: bool = False, candidates: int = 10) -> list[ScoredCandidates]:
@@ -118,12 +142,18 @@ def collect(benchmark: str, haystacks: list[Haystack], cache_dir: Path, embedder
                                if f.path == needle.path and f.start_line == needle.start_line), None)
                 row = ScoredCandidates(benchmark, f"{needle.repo}:{needle.name}", len(needle.description.split()),
                                        target, [f.key for f in found])
-                for view in views:
+                if STAGED in views:
+                    rows_cache.fill(row, "as written")  # the staged view reuses bodies already scored
+                for view in _ordered(views):
                     if rows_cache.fill(row, view):
                         continue
                     started = time.perf_counter()
-                    row.scores[view], row.tokens[view], per_candidate = _score_view(
-                        session, search, found, needle.description, view, priors)
+                    if view == STAGED:
+                        row.scores[view], row.tokens[view], per_candidate = _staged_view(
+                            session, search, found, needle.description, row)
+                    else:
+                        row.scores[view], row.tokens[view], per_candidate = _score_view(
+                            session, search, found, needle.description, view, priors)
                     if per_candidate:
                         row.candidate_tokens[view] = per_candidate
                     row.seconds[view] = time.perf_counter() - started
@@ -132,6 +162,14 @@ def collect(benchmark: str, haystacks: list[Haystack], cache_dir: Path, embedder
                 print(f"{benchmark} {len(out)}/{len(chosen)} {row.needle} target {target} "
                       f"{ {v: round(s, 1) for v, s in row.seconds.items()} }", flush=True)
     return out
+
+
+def _ordered(views: Sequence[str]) -> list[str]:
+    """The views in scoring order: the staged view reads the signatures' scores."""
+    if STAGED not in views:
+        return list(views)
+    return [v for v in VIEWS if v in views and v != STAGED] + ([SIGNATURE_PMI] if SIGNATURE_PMI not in views
+                                                               else []) + [STAGED]
 
 
 def first_is_right(row: ScoredCandidates, view: str, margin: float) -> bool:
@@ -188,6 +226,32 @@ def markdown(rows_by_benchmark: dict[str, list[ScoredCandidates]], tuned_on: str
     return "\n".join(lines)
 
 
+def staged_markdown(rows_by_benchmark: dict[str, list[ScoredCandidates]], command: str) -> str:
+    """Long descriptions (RepoQA): retrieval, the signatures alone, every body, and the staged read,
+    each at the margin find uses for it; none of these margins was chosen on these needles."""
+    columns = [(SIGNATURE_PMI, SIGNATURE_MARGIN), ("as written", DEFAULT_MARGIN), (STAGED, DEFAULT_MARGIN)]
+    lines = [f"Command: `{command}`", "",
+             f"Margins as find uses them: signatures {SIGNATURE_MARGIN:g} (docstrings tuning split), bodies "
+             f"{DEFAULT_MARGIN:g} (RepoQA Python needles 21-40, session 7). Top-1, then prompt tokens per query.", "",
+             "| benchmark | needles | retrieval | " + " | ".join(v for v, _ in columns)
+             + f" | {STAGED}: made right / wrong | " + " | ".join(f"tokens: {v}" for v, _ in columns) + " |",
+             "| --- | --- | --- | " + " | ".join("---" for _ in columns) + " | --- | "
+             + " | ".join("---" for _ in columns) + " |"]
+    for benchmark, all_rows in rows_by_benchmark.items():
+        if benchmark.startswith("docstrings"):
+            continue  # sentences: find reads their signatures only
+        cells = []
+        for view, margin in columns:
+            rows = [r for r in all_rows if view in r.scores]
+            cells.append(f"{top1(rows, view, margin):.3f} ({len(rows)})" if rows else "-")
+        staged = [r for r in all_rows if STAGED in r.scores]
+        fixed, broke = moves(staged, STAGED, DEFAULT_MARGIN)
+        lines.append(f"| {benchmark} | {len(all_rows)} | {top1(all_rows, None):.3f} | " + " | ".join(cells)
+                     + f" | {fixed} / {broke} | "
+                     + " | ".join(_tokens([r for r in all_rows if v in r.scores], v) for v, _ in columns) + " |")
+    return "\n".join(lines)
+
+
 def chart(rows_by_benchmark: dict[str, list[ScoredCandidates]], tuned_on: str, views: Sequence[str],
           path: Path) -> Path:
     """Top-1 per benchmark: retrieval alone, and each view at the margin chosen for it on the tuning split."""
@@ -224,6 +288,8 @@ def run_cli(limit: int, repoqa_limit: int, languages: Sequence[str], model: str,
                                                      overlap=True)
     finally:
         session.close()
+    if STAGED in views:
+        return staged_markdown(rows, command)
     body = markdown(rows, "docstrings tune", views, command)
     if chart_path is not None:
         png = chart(rows, "docstrings tune", views, chart_path)

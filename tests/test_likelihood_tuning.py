@@ -3,7 +3,18 @@ chosen on the tuning rows alone."""
 
 from pathlib import Path
 
-from prism_bench.likelihood_tuning import SIGNATURE_PMI, RowCache, ScoredCandidates, choose, top1
+from prism_bench.likelihood_tuning import (
+    NOT_READ,
+    SIGNATURE_PMI,
+    STAGED,
+    RowCache,
+    ScoredCandidates,
+    _staged_view,
+    choose,
+    first_is_right,
+    staged_markdown,
+    top1,
+)
 
 
 def row(needle: str, target: int | None, scores: list[float], candidates: list[str] | None = None
@@ -36,3 +47,19 @@ def test_the_margin_is_the_best_on_the_tuning_rows_and_ties_keep_retrievals_orde
     view, margin = choose(tune, [SIGNATURE_PMI])
     assert view == SIGNATURE_PMI and margin == 0.3  # 0.2 moves n2 wrongly, 0.5 leaves n1 second
     assert top1(tune, SIGNATURE_PMI, margin) == 1.0
+
+
+def test_the_staged_view_reads_retrieval_first_and_the_best_headers_from_the_bodies_already_scored() -> None:
+    # Five candidates; the needle is fourth. Its header is the best other, so its body is read.
+    scored = ScoredCandidates("RepoQA python", "repo:needle", 120, 3, list("abcde"))
+    scored.scores[SIGNATURE_PMI], scored.tokens[SIGNATURE_PMI] = [0.0, 0.2, -0.5, 1.1, 0.6], 700
+    scored.scores["as written"] = [-1.2, -0.5, -0.4, -0.9, -1.3]  # every body: b looks best
+    scored.candidate_tokens["as written"] = [400, 410, 420, 430, 440]
+    scores, tokens, per_candidate = _staged_view(None, None, [None] * 5, "a long description", scored)
+    assert [i for i, s in enumerate(scores) if s != NOT_READ] == [0, 3, 4]  # STAGED_BODIES == 3
+    assert tokens == 700 + 400 + 430 + 440 and per_candidate == [400, 0, 0, 430, 440]
+    scored.scores[STAGED] = scores
+    # Reading every body would move b (wrong); the shortlist moves the needle up.
+    assert not first_is_right(scored, "as written", 0.1) and first_is_right(scored, STAGED, 0.1)
+    report = staged_markdown({"RepoQA python": [scored]}, "prism-code bench likelihood ...")
+    assert "| RepoQA python | 1 | 0.000 | 1.000 (1) | 0.000 (1) | 1.000 (1) | 1 / 0 |" in report
