@@ -14,19 +14,40 @@ interface FoundItem extends vscode.QuickPickItem {
  * "PRISM: Find Function by Description": ask for a description, rank the workspace's
  * functions with the server, pick one from a list and land on it.
  *
- * A description passed as the argument skips the input box (for keybindings and tests).
+ * An argument skips the input box (for keybindings and tests): a description, or
+ * `{description, strategy?}`, whose strategy (`retrieval`, `prism`, `wim`, `long-context`)
+ * ranks this one search instead of the `prism.find.strategy` setting, e.g. a keybinding
+ * `{"command": "prism-code.findFunction", "args": {"description": "...", "strategy": "prism"}}`.
  */
 export function registerFindFunction(server: PrismServer): vscode.Disposable {
   return vscode.commands.registerCommand(FIND_FUNCTION_COMMAND, async (given?: unknown) => {
-    const description = typeof given === 'string' && given.trim() ? given.trim() : await askDescription();
+    const request = findRequest(given);
+    const description = request.description ?? await askDescription();
     if (!description) {
       return;
     }
-    const picked = await pickLive(server, description);
+    const picked = await pickLive(server, description, request.strategy);
     if (picked) {
       await reveal(picked);
     }
   });
+}
+
+interface FindRequest {
+  description?: string;
+  strategy?: string;
+}
+
+/** The command's argument: a description, `{description, strategy?}`, or nothing usable. */
+function findRequest(given: unknown): FindRequest {
+  const text = (value: unknown): string | undefined =>
+    typeof value === 'string' && value.trim() ? value.trim() : undefined;
+  if (given !== null && typeof given === 'object') {
+    const { description, strategy } = given as Record<string, unknown>;
+    // The server checks the strategy's name and says which it knows.
+    return { description: text(description), strategy: text(strategy) };
+  }
+  return { description: text(given) };
 }
 
 function askDescription(): Thenable<string | undefined> {
@@ -47,7 +68,8 @@ let nextToken = 1;
  * model scores a candidate, until the response brings the final list. The user may pick
  * at any moment; picking or closing cancels the request, which stops the model's work.
  */
-function pickLive(server: PrismServer, description: string): Promise<FoundFunction | undefined> {
+function pickLive(server: PrismServer, description: string,
+  strategy: string | undefined): Promise<FoundFunction | undefined> {
   const updateToken = `find-${nextToken++}`;
   const cancel = new vscode.CancellationTokenSource();
   const pick = vscode.window.createQuickPick<FoundItem>();
@@ -97,6 +119,9 @@ function pickLive(server: PrismServer, description: string): Promise<FoundFuncti
     );
     pick.show();
     const args: FindArguments = { description, top: TOP, updateToken };
+    if (strategy) {
+      args.strategy = strategy;
+    }
     server.command<FoundFunction[]>(FIND_FUNCTION, [args], cancel.token).then((found) => {
       if (settled) {
         return;

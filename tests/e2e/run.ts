@@ -3,7 +3,8 @@
 //
 // Steps: install the .vsix, open a copy of the fixtures, wait for indexing in the status
 // bar, a hover note, Find Function by Description through the command palette and the
-// QuickPick, inline completion ghost text when the server offers it and the fragments that
+// QuickPick, the same search with the `prism` model strategy from a keybinding (retrieval's
+// rows while the model refines, then the model's), inline completion ghost text when the server offers it and the fragments that
 // suggestion used (opening one), then pause, resume, status, a settings change and a restart.
 import * as fs from 'fs';
 import * as os from 'os';
@@ -60,6 +61,19 @@ const COMPLETION_FILE = 'calc/net.py';
 const COMPLETION_LINE = 'grace = settings.';
 const CONTEXT_FILE = 'calc/settings.py'; // defines what the suggestion spells
 const CONTEXT_LAST_LINE = 3; // its one window, lines 1-3
+
+// Model find: a user keybinding passes the command `{description, strategy}`. On the fixture
+// `prism` reads retrieval's top 10 (signature likelihoods, then a two-step PRISM pass): ~35 s
+// on a quiet 2-core host, so the pick is "refining" for long enough to be seen.
+const MODEL_FIND_KEY = 'Control+Alt+Shift+F';
+const MODEL_FIND_KEYBINDING = {
+  key: 'ctrl+alt+shift+f',
+  command: 'prism-code.findFunction',
+  args: { description: DESCRIPTION, strategy: 'prism' },
+};
+const REFINING = /\(refining with the local model: (\d+\/\d+)\)/;
+const MODEL_FIND_TIMEOUT_MS = 300_000;
+const POLL_MS = 100;
 
 // Indexing the fixtures takes seconds; the first start also loads the embedding model.
 // Indexing the fixture takes seconds; the function count waits for the model's notes of all
@@ -145,6 +159,7 @@ function writeSettings(dirs: CodeServerDirs, cfg: Config, cacheDir: string): voi
     fs.mkdirSync(path.join(dirs.userData, scope), { recursive: true });
     fs.writeFileSync(path.join(dirs.userData, scope, 'settings.json'), JSON.stringify(settings, null, 2));
   }
+  fs.writeFileSync(path.join(dirs.userData, 'User', 'keybindings.json'), JSON.stringify([MODEL_FIND_KEYBINDING], null, 2));
 }
 
 async function findFunction(wb: Workbench, cfg: Config, steps: Steps): Promise<void> {
@@ -176,6 +191,74 @@ async function findFunction(wb: Workbench, cfg: Config, steps: Steps): Promise<v
     await wb.waitForStatus(new RegExp(`Ln ${BEST_LAST_LINE}, Col \\d+ \\(\\d+ selected\\)`), UI_TIMEOUT_MS);
   });
   await wb.screenshot(path.join(cfg.artifacts, '04-picked.png'));
+}
+
+/**
+ * The anytime pick in the real UI: the same search with the `prism` strategy (from the
+ * keybinding, which passes the command an argument object). The title and the rows are read
+ * together every POLL_MS: rows under a "refining with the local model: k/n" title are
+ * retrieval's list shown before the model finished (03b); rows under the title without it are
+ * the model's final list (03c). A model fast enough to finish between two polls is not a
+ * failure as long as its final list shows; the pick closing early, or no final list within
+ * MODEL_FIND_TIMEOUT_MS, is.
+ */
+async function modelFind(wb: Workbench, cfg: Config, steps: Steps): Promise<void> {
+  await steps.run('model find: keybinding runs the prism strategy', async () => {
+    await wb.page.keyboard.press(MODEL_FIND_KEY);
+    const deadline = Date.now() + UI_TIMEOUT_MS;
+    let state = await wb.quickPickState();
+    while (!(state.open && state.title.includes(`"${DESCRIPTION}"`)) && Date.now() < deadline) {
+      await wb.page.waitForTimeout(POLL_MS);
+      state = await wb.quickPickState();
+    }
+    check(state.open, `${MODEL_FIND_KEY} opened no pick (last title: "${state.title}")`);
+  });
+  const seen = await steps.run('model find: rows while the model refines, then its final list', async () => {
+    const deadline = Date.now() + MODEL_FIND_TIMEOUT_MS;
+    let refining: { title: string; rows: string[] } | undefined;
+    const progress: string[] = []; // each "k/n" the title showed, in order
+    let last = await wb.quickPickState();
+    while (Date.now() < deadline) {
+      check(last.open, `the pick closed before the model finished (last title: "${last.title}")`);
+      const rowsShown = last.rows.length > 0 && last.title.includes(`functions for "${DESCRIPTION}"`);
+      const scored = REFINING.exec(last.title)?.[1];
+      if (rowsShown && scored) {
+        if (progress[progress.length - 1] !== scored) {
+          progress.push(scored);
+        }
+        if (!refining) {
+          await wb.page.mouse.move(0, 0);
+          await wb.screenshot(path.join(cfg.artifacts, '03b-find-refining.png'));
+          refining = { title: last.title, rows: last.rows };
+        }
+      } else if (rowsShown) {
+        await wb.page.mouse.move(0, 0);
+        await wb.screenshot(path.join(cfg.artifacts, '03c-find-refined.png'));
+        return { refining, progress, final: last };
+      }
+      await wb.page.waitForTimeout(POLL_MS);
+      last = await wb.quickPickState();
+    }
+    throw new Error(`no final list within ${MODEL_FIND_TIMEOUT_MS / 1000} s; `
+      + (refining ? `refining was seen ("${refining.title}"); ` : 'no refining rows were seen either; ')
+      + `last title: "${last.title}", ${last.rows.length} rows`);
+  });
+  if (seen.refining) {
+    console.log(`e2e:   while refining: ${seen.refining.title}`);
+    console.log(`e2e:     rows: ${seen.refining.rows.join(' | ')}`);
+  } else {
+    console.log('e2e:   the model finished before a poll saw "refining" (no 03b picture); its final list showed');
+  }
+  console.log(`e2e:   progress seen in the title: ${seen.progress.join(', ') || 'none'}`);
+  console.log(`e2e:   refined: ${seen.final.title}`);
+  console.log(`e2e:     rows: ${seen.final.rows.join(' | ')}`);
+  check(seen.final.rows.some((row) => row.startsWith(BEST)), `expected ${BEST} among the model's rows`);
+  // The model's evidence is marked with $(sparkle), which the rows' aria-label spells out.
+  check(seen.final.rows.some((row) => row.includes('sparkle')), 'no final row carries the model\'s evidence');
+  await steps.run('model find: Escape closes the pick', async () => {
+    await wb.page.keyboard.press('Escape');
+    await wb.quickInput().waitFor({ state: 'hidden', timeout: UI_TIMEOUT_MS });
+  });
 }
 
 function lineOf(file: string, text: string): number {
@@ -346,6 +429,7 @@ async function main(): Promise<void> {
     // Hover first: the QuickPick then opens over code, which makes the better picture.
     await hover(wb, cfg, steps, folder);
     await findFunction(wb, cfg, steps);
+    await modelFind(wb, cfg, steps);
     await inlineCompletion(wb, cfg, steps, folder, offered);
     await indexingCommands(wb, cfg, steps, dirs);
   } catch (error) {

@@ -5,6 +5,12 @@ import { Locator, Page } from 'playwright-core';
 const QUICK_INPUT = '.quick-input-widget';
 const QUICK_ROWS = `${QUICK_INPUT} .quick-input-list .monaco-list-row`;
 
+export interface QuickPickState {
+  open: boolean;
+  title: string;
+  rows: string[];
+}
+
 export class Workbench {
   constructor(readonly page: Page) {}
 
@@ -56,6 +62,22 @@ export class Workbench {
     return this.page.locator(QUICK_ROWS).evaluateAll((rows) => rows
       .sort((a, b) => Number(a.getAttribute('data-index')) - Number(b.getAttribute('data-index')))
       .map((row) => (row.getAttribute('aria-label') ?? row.textContent ?? '').replace(/\s+/g, ' ').trim()));
+  }
+
+  /**
+   * The quick input as it is at one moment: whether it is open, its title and its rows
+   * (label, description and detail each, best first), read together so a title and the rows
+   * beside it belong to the same update.
+   */
+  async quickPickState(): Promise<QuickPickState> {
+    const [state] = await this.page.locator(QUICK_INPUT).evaluateAll((widgets) => widgets.map((widget) => ({
+      open: widget.style.display !== 'none',
+      title: (widget.querySelector('.quick-input-title')?.textContent ?? '').trim(),
+      rows: [...widget.querySelectorAll('.quick-input-list .monaco-list-row')]
+        .sort((a, b) => Number(a.getAttribute('data-index')) - Number(b.getAttribute('data-index')))
+        .map((row) => (row.getAttribute('aria-label') ?? row.textContent ?? '').replace(/\s+/g, ' ').trim()),
+    })));
+    return state ?? { open: false, title: '', rows: [] };
   }
 
   activeTab(name: string): Locator {
