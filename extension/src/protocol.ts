@@ -90,6 +90,17 @@ export interface CompletionModel {
   measuring: boolean;
 }
 
+// The engine every model job goes to when prism.remote.url is set (prism_code/lsp/remote_status.py).
+export interface RemoteEngine {
+  url: string;
+  state: 'ok' | 'failing' | 'unknown';
+  ok: number;
+  failures: number;
+  kind: string | null;
+  error: string | null;
+  job: string | null;
+}
+
 export interface ServerStatus {
   state: IndexState | 'no workspace';
   files: number;
@@ -99,6 +110,7 @@ export interface ServerStatus {
   cacheDir: string | null;
   modelPath: string | null;
   completionModel?: CompletionModel | null;
+  model?: { remote?: RemoteEngine | null };
   settings: Record<string, unknown>;
   workspaces: FolderStatus[];
 }

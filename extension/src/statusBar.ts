@@ -12,6 +12,7 @@ const POLL_TIMEOUT_MS = 10_000;
 interface Shown {
   text: string;
   tooltip: string;
+  warning?: boolean;
 }
 
 /** The status bar item: indexing progress while it runs, then what the index holds. */
@@ -100,7 +101,8 @@ export class IndexStatusBar implements vscode.Disposable {
     this.item.text = shown.text;
     this.item.tooltip = shown.tooltip;
     const failed = this.status?.state === 'failed' || (!this.server.running && !this.server.starting);
-    this.item.backgroundColor = failed ? new vscode.ThemeColor('statusBarItem.errorBackground') : undefined;
+    this.item.backgroundColor = failed ? new vscode.ThemeColor('statusBarItem.errorBackground')
+      : shown.warning ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;
   }
 
   private describe(): Shown {
@@ -140,7 +142,18 @@ export class IndexStatusBar implements vscode.Disposable {
       }
       case 'no workspace':
         return { text: '$(circle-slash) PRISM', tooltip: 'PRISM: no folder to index' };
-      default:
+      default: {
+        const remote = status.model?.remote;
+        if (remote?.state === 'failing') {
+          // Find still answers (retrieval's list) and completions pause: say so until the engine answers again.
+          return {
+            text: `$(warning) PRISM: remote ${remote.kind ?? 'failing'}`,
+            tooltip: `PRISM: the remote engine ${remote.url} failed (${remote.kind ?? 'failed'}) during `
+              + `${remote.job ?? 'a model job'}: ${remote.error ?? ''}. Find shows retrieval's list and `
+              + `completions are skipped until it answers again; ${summary}`,
+            warning: true,
+          };
+        }
         if (notes && notes.done < notes.total && (notes.state === 'writing' || notes.state === 'waiting')) {
           const why = notes.state === 'waiting' ? ' when completions and indexing leave it free' : '';
           return {
@@ -149,6 +162,7 @@ export class IndexStatusBar implements vscode.Disposable {
           };
         }
         return { text: `$(check) PRISM: ${status.functions} functions`, tooltip: `PRISM: ${summary}` };
+      }
     }
   }
 }
