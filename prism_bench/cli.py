@@ -101,6 +101,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--notes-file", type=non_empty_path, metavar="FILE",
                    help="then turn notes on, open this file (relative to PATH) and time its notes")
     p.add_argument("--write", type=non_empty_path, metavar="MARKDOWN", help="update this results file")
+    p = sub.add_parser("find-server", help="model find through the language server: its first update, "
+                                           "answer, cancel-to-idle and tokens (issue #16)")
+    p.add_argument("--queries", type=bounded_int(1), default=6,
+                   help="queries: needles' long descriptions and their first sentences, alternately")
+    p.add_argument("--repo", default="psf/black", help="the RepoQA Python haystack (owner/name)")
+    p.add_argument("--threads", type=threads, default=2)
+    p.add_argument("--write", type=non_empty_path, metavar="MARKDOWN", help="update this results file")
     p = sub.add_parser("index", help="indexing speed on a repository")
     p.add_argument("path", type=non_empty_path, nargs="?",
                    help="repository to index (default: torch-geometric 2.5.1 from PyPI, ~93k lines)")
@@ -203,6 +210,11 @@ def run(args: argparse.Namespace) -> int:
                                      notes_file=args.notes_file)
         body = server_latency.markdown(latency, command)
         section = "server-latency"
+    elif args.bench == "find-server":
+        from prism_bench import find_server
+
+        body = find_server.markdown(find_server.run(args.queries, args.threads, args.repo), command)
+        section = "find-server"
     else:
         from prism_bench import corpora, index_speed
 
