@@ -165,7 +165,7 @@ def run(args: argparse.Namespace) -> int:
                                          command, chart_path)
         # The signature view alone is its own section: the bodies' runs cost hours and stay.
         section = (f"find-signature-pmi-{args.model}" if views == [likelihood_tuning.SIGNATURE_PMI]
-                   else f"find-staged-{args.model}" if likelihood_tuning.STAGED in views
+                   else f"find-staged-{args.model}-{args.repoqa_limit or 'all'}" if likelihood_tuning.STAGED in views
                    else f"find-likelihood-{args.model}")
     elif args.bench == "repoeval":
         from prism_bench import repoeval

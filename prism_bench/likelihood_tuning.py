@@ -42,6 +42,7 @@ SIGNATURE_PMI = "signature PMI"
 STAGED_BODIES = 3
 STAGED = f"signature PMI, then {STAGED_BODIES} bodies"
 VIEWS = ("as written", "code only", SIGNATURE_PMI, STAGED)
+MARGIN_NEEDLES = slice(20, 40)  # the RepoQA Python needles the bodies' margin (0.1) was chosen on
 NOT_READ = -1e9  # the staged view's score for a body it did not read: never moved up
 MARGINS = (0.0, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 1.0, 1.5, 2.0)
 
@@ -280,8 +281,14 @@ def run_cli(limit: int, repoqa_limit: int, languages: Sequence[str], model: str,
                 for split in ("tune", "test")}
         repoqa_cache = repoqa_data.default_cache_dir() / "indexes"
         if repoqa_limit:
-            rows["RepoQA python"] = collect("RepoQA python", repoqa_data.load_haystacks(), repoqa_cache, embedder,
+            haystacks = repoqa_data.load_haystacks()
+            rows["RepoQA python"] = collect("RepoQA python", haystacks, repoqa_cache, embedder,
                                             session, repoqa_limit, views, rows_cache)
+            if repoqa_limit == 0 or repoqa_limit > MARGIN_NEEDLES.stop:
+                # The body margin was chosen on needles 21-40: the rest is data it never saw.
+                seen = {f"{n.repo}:{n.name}" for _, n in select_needles(haystacks, MARGIN_NEEDLES.stop)[MARGIN_NEEDLES]}
+                rows["RepoQA python, without needles 21-40"] = [r for r in rows["RepoQA python"]
+                                                                if r.needle not in seen]
             for language in languages:
                 rows[f"RepoQA {language}"] = collect(f"RepoQA {language}", repoqa_data.load_multi_haystacks(language),
                                                      repoqa_cache, embedder, session, repoqa_limit, views, rows_cache,

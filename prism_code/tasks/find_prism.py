@@ -80,7 +80,7 @@ ANSWER = ("Every candidate has been read; the memory holds those that could fit.
           'describes, the best fit. Answer with JSON {"function": name}, name being a key of '
           "candidate_functions.")
 STRONG_FIT = 8  # nearer "does exactly what [QUERY] says" (10) than "similar job" (5)
-LONG_QUERY_BODIES = 0  # every body: the shortlist is measured first (prism-code bench likelihood)
+LONG_QUERY_BODIES = 3  # #16: the most bodies that fit 2,000 prompt tokens a RepoQA query
 
 
 @dataclass(frozen=True)
