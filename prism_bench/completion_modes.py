@@ -40,6 +40,8 @@ MODES: dict[str, CompletionSettings] = {
     "off: no token healing": replace(_OFF, layout=FimLayout(heal=False)),
     "off: no repository markers": replace(_OFF, layout=FimLayout(repo_markers=False)),
     "off: no suffix-repeat trim": replace(_OFF, trim_repeated_suffix=False),
+    # A change chosen on the tuning half with retrieval off, measured in the product's own setting:
+    "on: prefix 1,500 tokens": replace(_PRODUCT, budget=replace(_PRODUCT.budget, prefix_tokens=1500)),
 }
 DEFAULT_MODES = (FLOOR, PRODUCT_OFF, PRODUCT_ON)
 
