@@ -58,3 +58,42 @@ def test_the_cursor_may_cut_a_token_and_the_completion_still_fits(index, model_s
     assert completer.complete(NET, text, line, col).completion.startswith("HANDSHAKE_GRACE")  # no space
     typed = head + "HANDSH\n"  # mid-word
     assert completer.complete(NET, typed, line, col + 6).completion.startswith("AKE_GRACE_PERIOD_MS")
+
+
+def test_the_fast_path_writes_what_the_plain_path_writes(index, model_session):
+    # Kept logits, sampling shortcuts, cached prompt tokens and retrieval against every logit
+    # evaluated again, llama.cpp sampling over the whole vocabulary, prompts tokenized and
+    # retrieval run afresh: keystrokes that type the suggestion, others, a deletion, a new line.
+    text, line, col = cursor_after_settings(index)
+    head = text.rstrip("\n")
+    below = head + "HANDSHAKE_GRACE_PERIOD_MS\n    "
+    steps = [(text, line, col), (head + "H\n", line, col + 1), (head + "HA\n", line, col + 2),
+             (head + "HX\n", line, col + 2), (head + "M\n", line, col + 1), (text, line, col),
+             (below + "\n", line + 1, 5), (below + "r\n", line + 1, 6), (below + "re\n", line + 1, 7)]
+
+    def run(plain: bool) -> tuple[list[tuple[str, list[str], list[int]]], int]:
+        model_session.reset()
+        model_session.shortcuts = not plain
+        completer = Completer(index, model_session, CompletionSettings(type_through=False))
+        seen = []
+        evaluated = 0
+        try:
+            for typed, at_line, at_col in steps:
+                if plain:
+                    completer._tokens = model_session
+                    completer._ranked = None
+                answer = completer.complete(NET, typed, at_line, at_col)
+                seen.append((answer.completion, answer.context, completer._last_prompt.tokens))
+                evaluated += answer.encoded
+        finally:
+            model_session.shortcuts = True
+        return seen, evaluated
+
+    model_session.set_threads(1)  # two spin at barriers on a busy machine; both runs use the same
+    try:
+        fast, fast_evaluated = run(plain=False)
+        plain, plain_evaluated = run(plain=True)
+    finally:
+        model_session.set_threads(2)
+    assert fast == plain
+    assert fast_evaluated < plain_evaluated  # tokens typed as the model wrote them are not evaluated again

@@ -52,3 +52,32 @@ def test_each_document_shows_its_own_last_suggestion(calcrepo_index):
 
 def _result(completion: str, context: list[str]) -> CompletionResult:
     return CompletionResult(completion=completion, latency_ms=1.0, context=context)
+
+
+def test_a_retriever_rebuilt_after_edits_answers_as_a_new_one(calcrepo_index):
+    # It keeps the code tokens of unchanged windows across index generations: the same index.
+    index = calcrepo_index
+    kept = WindowRetriever(index)
+    query = "settings MAX_RETRIES_PER_HOST HANDSHAKE_GRACE_PERIOD_MS total retries"
+    kept.retrieve(query, "calc/net.py", top_k=20, alpha=0.5)
+    edits = [("calc/settings.py", "DEFAULT_TIMEOUT_SECONDS = 30\nMAX_RETRIES_PER_HOST = 7\n"
+              "HANDSHAKE_GRACE_PERIOD_MS = 250\ntotal_retries = MAX_RETRIES_PER_HOST * 2\n"),
+             ("calc/new_module.py", "from calc import settings\n\n\ndef retries():\n"
+              "    return settings.MAX_RETRIES_PER_HOST\n" * 3),
+             ("calc/new_module.py", None)]  # deleted
+    for path, text in edits:
+        if text is None:
+            (index.root / path).unlink()
+        else:
+            (index.root / path).write_text(text)
+        generation = index.generation
+        index.update()
+        assert index.generation != generation
+        fresh = WindowRetriever(index)
+        for alpha in (0.0, 0.5):
+            got = kept.retrieve(query, "calc/net.py", top_k=20, alpha=alpha)
+            want = fresh.retrieve(query, "calc/net.py", top_k=20, alpha=alpha)
+            assert [(w.label, w.text, w.score) for w in got] == [(w.label, w.text, w.score) for w in want]
+        assert (kept._related != fresh._related).nnz == 0
+        assert kept._lexical is not None and fresh._lexical is not None
+        assert (kept._lexical.weights != fresh._lexical.weights).nnz == 0

@@ -6,6 +6,7 @@ from prism_code.tasks.fim import (
     PLAIN_LAYOUT,
     STOP_MARKERS,
     FimBudget,
+    TokenCache,
     build_prompt,
     finish_completion,
     split_at_cursor,
@@ -164,3 +165,32 @@ def test_the_floor_and_the_product_prompt_hold_the_same_cursor_split(model_sessi
         mark["fim_prefix"], *tok.tokenize_text(above), mark["fim_suffix"], *tok.tokenize_text(below),
         mark["fim_middle"]]
     assert tok.detokenize(product.tokens[product.line_start:]) + product.heal == "v_120 = m"
+
+
+@pytest.mark.model
+def test_prompts_built_through_the_token_cache_equal_fresh_ones(model_session):
+    # Keystrokes, a new line, an earlier line changed, a line deleted, the suffix edited and
+    # other windows, through one cache small enough to evict: every prompt as built afresh.
+    tok = model_session
+    cache = TokenCache(tok, max_texts=40, max_chars=4000)
+    lines = [f"    value_{i} = combine(value_{i - 1}, weight={i % 5})" for i in range(1, 60)]
+    windows = [("pkg/a.py:1-20", "def combine(a, b, weight):\n    return a * weight + b"),
+               ("pkg/b.py:11-30", "WEIGHTS = [1, 2, 3]\n<|fim_suffix|> stays text")]
+    edits = []
+    text = "def build(value_0):\n" + "\n".join(lines) + "\n    return value_59\n"
+    for typed in ("    r", "    re", "    ret", "    retu", "    return", "    return v", "    return v\n    "):
+        edits.append((text.replace("    value_30 =", typed + "\n    value_30 =", 1), windows))
+    edits.append((text.replace("weight=2)", "weight=7)", 1), windows))  # a line above changed
+    edits.append((text.replace("    value_12 = combine(value_11, weight=2)\n", "", 1), windows[:1]))
+    edits.append((text.replace("value_45", "total_45"), windows[::-1]))  # the suffix changed
+    edits.append((text.replace("    value_30 =", "    é 日本 = \"<|\"\n    value_30 =", 1), []))
+    for edited, context in edits * 2:
+        cut = edited.index("\n    value_30 =")
+        prefix, suffix = edited[:cut], edited[cut:]
+        for layout in (FimBudget(), FimBudget(prefix_tokens=200, suffix_tokens=60)):
+            fresh = build_prompt(tok, "demo", "pkg/m.py", prefix, suffix, context, layout)
+            cached = build_prompt(cache, "demo", "pkg/m.py", prefix, suffix, context, layout)
+            assert cached == fresh
+        plain = build_prompt(tok, "demo", "pkg/m.py", prefix, suffix, context, FimBudget(), PLAIN_LAYOUT)
+        assert build_prompt(cache, "demo", "pkg/m.py", prefix, suffix, context, FimBudget(), PLAIN_LAYOUT) == plain
+    assert len(cache._tokens) <= 40

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import ctypes
 import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 pytest.importorskip("llama_cpp")
 
+import llama_cpp
+
 from prism_code.llm import models
+from prism_code.llm.gbnf import starts_with
 from prism_code.llm.runtime import LlamaSession, json_grammar
 from prism_code.llm.state_cache import StateCache
 
@@ -197,3 +202,121 @@ def test_continuation_logprobs_match_sampling_token_by_token(session: LlamaSessi
     # The continuation stays cached: scoring it again after the same prefix re-evaluates one batch only.
     again = session.continuation_logprobs(prefix, continuation)
     assert again.reused == len(prefix) - 1
+
+
+def _keystroke_run(session: LlamaSession, base: list[int], shortcuts: bool) -> list[object]:
+    """A completion's calls as keystrokes make them: answers walked along again, a divergence,
+    token healing, a grammar and sampling after cached logits, a truncate and a state import."""
+    session.shortcuts = shortcuts
+    session.reset()
+    seen: list[object] = []
+
+    def note(g: object) -> None:
+        seen.append((g.tokens, g.text, g.stats.finish_reason, list(session.tokens)))  # type: ignore[attr-defined]
+
+    try:
+        prompt = base[:100]
+        first = session.generate(prompt, max_tokens=8)
+        note(first)
+        # The user typed the answer's first tokens: the same path, read off the kept logits.
+        note(session.generate(prompt + first.tokens[:2], max_tokens=8))
+        note(session.generate(prompt + first.tokens[:1], max_tokens=3, stop=["\n"]))
+        # Something else typed: the path leaves the cache one token in.
+        note(session.generate(prompt + first.tokens[:1] + session.tokenize_text(" other"), max_tokens=3))
+        # Token healing after cached tokens, for a text the answer begins with and others.
+        for text in (session.detokenize(first.tokens[1:2])[:2] or "x", " r", "日本"):
+            healed = (session.heal(prompt + first.tokens[:1], text) if shortcuts else
+                      session.generate(prompt + first.tokens[:1], max_tokens=1, grammar=starts_with(text)))
+            note(healed)
+            note(session.generate(prompt + first.tokens[:1] + healed.tokens, max_tokens=3))
+        # A grammar, and sampling at a temperature, from kept logits.
+        note(session.generate(prompt + first.tokens[:2], max_tokens=3, grammar=starts_with(" # ")))
+        note(session.generate(prompt + first.tokens[:2], max_tokens=3, temperature=0.7, seed=3))
+        session.truncate(len(prompt) + 1)
+        note(session.generate(prompt + first.tokens[:2], max_tokens=3))
+        state = bytearray(session.export_state())
+        cached = list(session.tokens)
+        session.import_state(cached, state)
+        note(session.generate(cached[:-1], max_tokens=3))
+    finally:
+        session.shortcuts = True
+    return seen
+
+
+def test_shortcuts_give_the_plain_paths_tokens(session: LlamaSession, base: list[int]) -> None:
+    # Kept logits, numpy's argmax and healing over few candidates against llama.cpp sampling
+    # over the whole vocabulary with every logit evaluated again. One thread: two spin at
+    # barriers on a busy machine, and both runs use the same.
+    session.set_threads(1)
+    try:
+        plain = _keystroke_run(session, base, shortcuts=False)
+        fast = _keystroke_run(session, base, shortcuts=True)
+    finally:
+        session.set_threads(2)
+    assert len(fast) == len(plain)
+    for i, (a, b) in enumerate(zip(fast, plain, strict=True)):
+        assert a[:3] == b[:3], f"call {i}"
+        # The cache holds the same tokens, and may go on with an earlier answer that begins
+        # with the last token sampled.
+        assert a[3][:len(b[3])] == b[3], f"call {i}"
+
+
+def test_shortcuts_evaluate_less_when_the_answer_is_typed(session: LlamaSession, base: list[int]) -> None:
+    session.reset()
+    prompt = base[:100]
+    first = session.generate(prompt, max_tokens=8)
+    healed = session.heal(prompt + first.tokens[:1], session.detokenize(first.tokens[1:2])[:1])
+    assert healed.tokens == first.tokens[1:2] and healed.stats.encoded == 0
+    again = session.generate(prompt + first.tokens[:2], max_tokens=8)
+    assert again.tokens == first.tokens[2:] + again.tokens[6:]
+    assert again.stats.encoded == 0  # its last prompt token's logits were kept
+    assert len(session.tokens) == len(prompt) + 2 + len(again.tokens) - 1
+
+
+HEAL_TEXTS = [" r", "        r", "self.", "x", " ", "\n    ", "é", " 日", "<|", "<|fim", '"', "\\", "\t",
+              "ab" * 20, "\U0001f600"]
+
+
+def _grammar_over(session: LlamaSession, text: str, logits: np.ndarray) -> tuple[np.ndarray, int]:
+    """llama.cpp's own answer over the whole vocabulary: the logits its grammar leaves, its greedy pick."""
+    sampler = session._sampler(starts_with(text), 0.0, None)
+    try:
+        n = len(logits)
+        data = np.zeros(n, dtype=[("id", np.int32), ("logit", np.float32), ("p", np.float32)])
+        data["id"] = np.arange(n, dtype=np.int32)
+        data["logit"] = logits
+        array = llama_cpp.llama_token_data_array(
+            data=data.ctypes.data_as(llama_cpp.llama_token_data_p), size=n, selected=-1, sorted=False)
+        llama_cpp.llama_sampler_apply(sampler.sampler, ctypes.byref(array))
+        return data["logit"].copy(), int(array.data[array.selected].id)
+    finally:
+        sampler.close()
+
+
+@pytest.mark.parametrize("text", HEAL_TEXTS)
+def test_heal_candidates_are_what_the_grammar_admits(session: LlamaSession, text: str) -> None:
+    candidates = session.heal_index().candidates(text)
+    assert candidates is not None
+    left, _ = _grammar_over(session, text, np.zeros(session.llama.n_vocab(), dtype=np.float32))
+    admitted = set(np.flatnonzero(np.isfinite(left)).tolist())
+    certain = set(candidates.certain.tolist())
+    assert admitted and certain <= admitted  # the certain ones without asking the grammar
+    assert admitted - certain <= set(candidates.doubtful.tolist())  # the grammar asked about the rest
+    assert len(candidates.doubtful) < 2500
+
+
+def test_healing_over_few_candidates_picks_the_grammars_token(session: LlamaSession) -> None:
+    # Greedy's ties go to the lowest token id: equal logits everywhere, then random ones with ties.
+    rng = np.random.default_rng(0)
+    n = session.llama.n_vocab()
+    for logits in (np.zeros(n, dtype=np.float32), rng.integers(0, 3, n).astype(np.float32),
+                   rng.standard_normal(n).astype(np.float32)):
+        for text in HEAL_TEXTS:
+            candidates = session.heal_index().candidates(text)
+            assert candidates is not None
+            sampler = session._sampler(starts_with(text), 0.0, None)
+            try:
+                picked = session._greedy_among(sampler, logits, candidates)
+            finally:
+                sampler.close()
+            assert picked == _grammar_over(session, text, logits)[1], text

@@ -5,16 +5,31 @@ is cached and evaluates only the rest, so stable prompt heads (instructions, sch
 repository context) are paid for once. The cache can also be cut back to any
 position (WiM drops an instruction and its margin) and exported or imported as the
 state of one sequence (see state_cache).
+
+Shortcuts that give the very tokens the plain path gives (`LlamaSession.shortcuts`):
+
+- the logits of the last tokens evaluated one at a time are kept (`SAVED_ROWS` of them), so a
+  prompt that ends inside the cache is not evaluated again to get its last logits, and a
+  generation that walks along tokens already cached (the user typed what the last one wrote)
+  reads their logits instead of evaluating them. A token evaluated alone after the same cached
+  tokens gives the same logits again, which is what the plain path would have done;
+- greedy sampling without a grammar is numpy's argmax, which picks the first of equal
+  maxima as llama.cpp's greedy sampler does, instead of llama.cpp building its candidate
+  array over the 152k-token vocabulary for each token;
+- token healing's one-token step (`heal`) hands llama.cpp's grammar only the tokens that
+  could begin with the text to heal (`HealIndex`), instead of the whole vocabulary.
 """
 
 from __future__ import annotations
 
+import bisect
 import ctypes
 import json
 import logging
 import threading
 import time
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +40,7 @@ from llama_cpp.llama_grammar import LlamaGrammar
 
 from prism_code.cancel import CancelCheck
 
+from .gbnf import starts_with
 from .models import DEFAULT_MODEL, MODELS, Progress, ensure_model, file_sha256
 from .types import (
     ContextOverflow,
@@ -41,6 +57,13 @@ from .vocab import Vocabulary
 log = logging.getLogger(__name__)
 
 _SEQ = 0  # one sequence per session; parallel work gets its own session
+
+# Logits rows kept of tokens evaluated one at a time (608 KB each with Qwen's vocabulary):
+# a single-line completion decodes 9 tokens at p50 and 24 at p95.
+SAVED_ROWS = 32
+
+# llama_token_data as numpy lays it out, to hand llama.cpp's samplers a candidate array.
+_TOKEN_DATA = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)])
 
 
 def json_grammar(schema: dict[str, Any]) -> LlamaGrammar:
@@ -84,6 +107,14 @@ class LlamaSession:
         self._model_sha256 = model_sha256
         self.vocabulary = Vocabulary(self._llm, self.model_path.name)
         self._lock = threading.RLock()
+        self._n_vocab: int = self._llm.n_vocab()
+        # False: every token is sampled by llama.cpp over the whole vocabulary and every logit
+        # a prompt needs is evaluated again, as before the shortcuts (tests compare the two).
+        self.shortcuts = True
+        # Logits of tokens evaluated alone, by position; valid while the cache up to them stands.
+        self._rows: dict[int, np.ndarray] = {}
+        self._row_floor = 0  # rows below this position may make room for the current call's
+        self._heal_index: HealIndex | None = None
 
     @classmethod
     def open(
@@ -179,6 +210,8 @@ class LlamaSession:
             self._llm.n_tokens = n
             del self.tokens[n:]
             self._logits_ready = False
+            for position in [p for p in self._rows if p >= n]:
+                del self._rows[position]
 
     def reset(self) -> None:
         self.truncate(0)
@@ -186,16 +219,26 @@ class LlamaSession:
     def prefill(self, tokens: Sequence[int], cancelled: CancelCheck | None = None) -> PrefillStats:
         """Make the KV cache hold exactly `tokens`, evaluating only what is not cached yet."""
         with self._lock:
-            return self._sync(list(tokens), need_logits=False, cancelled=cancelled)
+            return self._sync(list(tokens), need_logits=False, cancelled=cancelled)[0]
 
-    def _sync(self, tokens: list[int], need_logits: bool, cancelled: CancelCheck | None) -> PrefillStats:
+    def _sync(self, tokens: list[int], need_logits: bool, cancelled: CancelCheck | None,
+              keep_tail: bool = False) -> tuple[PrefillStats, np.ndarray | None]:
+        """Evaluate what of `tokens` is not cached; with `need_logits`, also where the logits
+        after them are: None for the context's output, else a kept row. `keep_tail` leaves
+        cached tokens after `tokens` in place when no evaluation is needed (a generation may
+        walk along them)."""
         if len(tokens) > self.n_ctx:
             raise ContextOverflow(f"prompt of {len(tokens)} tokens does not fit the context of {self.n_ctx}")
         t0 = time.perf_counter()
+        self._row_floor = len(tokens) - 1
         keep = common_prefix(self.tokens, tokens)
+        row = None
         if need_logits and keep == len(tokens) and not (keep == len(self.tokens) and self._logits_ready):
-            keep -= 1  # sampling needs the last prompt token's logits: decode it again
-        self.truncate(keep)
+            row = self._rows.get(keep - 1) if self.shortcuts else None
+            if row is None:
+                keep -= 1  # sampling needs the last prompt token's logits: decode it again
+        if not (keep_tail and row is not None):
+            self.truncate(keep)
         suffix = tokens[keep:]
         encoded = 0
         stopped = False
@@ -209,12 +252,29 @@ class LlamaSession:
             self._llm.eval(chunk)
             self.tokens.extend(chunk)
             self._logits_ready = True
+            if len(chunk) == 1:
+                self._save_row()
             encoded += len(chunk)
         ms = (time.perf_counter() - t0) * 1000
         self.counters.encoded += encoded
         self.counters.reused += keep
         self.counters.prefill_ms += ms
-        return PrefillStats(len(tokens), keep, encoded, ms, stopped)
+        return PrefillStats(len(tokens), keep, encoded, ms, stopped), row
+
+    def _logits(self) -> np.ndarray:
+        """The context's output logits (of the last token evaluated), not copied."""
+        return np.ctypeslib.as_array(self._llm._ctx.get_logits_ith(-1), shape=(self._n_vocab,))
+
+    def _save_row(self) -> None:
+        """Keep the logits of the token just evaluated on its own (the last one cached)."""
+        if not self.shortcuts:
+            return
+        if len(self._rows) >= SAVED_ROWS:
+            lowest = min(self._rows)
+            if lowest >= self._row_floor:
+                return  # full with this call's own rows: the earliest are the ones a keystroke reuses
+            del self._rows[lowest]
+        self._rows[len(self.tokens) - 1] = self._logits().copy()
 
     # --- generation -----------------------------------------------------------------
 
@@ -246,51 +306,154 @@ class LlamaSession:
         """Continue `prompt_tokens`; the text is cut before the first stop string.
 
         Afterwards the cache holds the prompt and the generated tokens except the last one
-        sampled, so a follow-up prompt that quotes the answer reuses it.
+        sampled, so a follow-up prompt that quotes the answer reuses it; it goes on holding
+        what an earlier call cached after that point when that begins with the last token
+        sampled (a follow-up prompt that quotes the whole answer then reuses that too).
         """
-        prompt = list(prompt_tokens)
+        with self._lock:
+            return self._generate(list(prompt_tokens), max_tokens, stop, grammar, temperature,
+                                  cancelled, seed, None)
+
+    def heal(self, prompt_tokens: Sequence[int], text: str,
+             cancelled: CancelCheck | None = None) -> Generation:
+        """The one token after `prompt_tokens` whose text begins with `text` or is a beginning of it.
+
+        Exactly `generate(prompt_tokens, max_tokens=1, grammar=starts_with(text))` (token
+        healing), with llama.cpp's grammar shown only the tokens `HealIndex` says it could admit.
+        """
+        with self._lock:
+            candidates = self.heal_index().candidates(text) if self.shortcuts else None
+            return self._generate(list(prompt_tokens), 1, (), starts_with(text), 0.0, cancelled, None,
+                                  candidates)
+
+    def heal_index(self) -> HealIndex:
+        """The vocabulary's pieces sorted for `heal` (built on first use: ~0.3 s on a slow core)."""
+        with self._lock:
+            if self._heal_index is None:
+                self._heal_index = HealIndex(self._llm)
+            return self._heal_index
+
+    def _generate(self, prompt: list[int], max_tokens: int, stop: Sequence[str], grammar: LlamaGrammar | None,
+                  temperature: float, cancelled: CancelCheck | None, seed: int | None,
+                  first_candidates: HealCandidates | None) -> Generation:
         if not prompt:
             raise ValueError("empty prompt")
-        with self._lock:
-            pre = self._sync(prompt, need_logits=True, cancelled=cancelled)
-            if pre.cancelled:
-                stats = GenerationStats(len(prompt), pre.reused, pre.encoded, 0, pre.ms, 0.0, "cancelled")
-                return Generation("", [], stats)
-            t0 = time.perf_counter()
-            stops = [s.encode("utf-8") for s in stop if s]
-            longest_stop = max((len(s) for s in stops), default=0)
-            out: list[int] = []
-            text = bytearray()
-            finish = "length"
-            sampler = self._sampler(grammar, temperature, seed)
-            try:
-                while len(out) < max_tokens:
-                    if cancelled is not None and cancelled():
-                        finish = "cancelled"
-                        break
-                    token = sampler.sample(self._llm._ctx, -1)
-                    if self.is_eog(token):
-                        finish = "eos"
-                        break
-                    out.append(token)
-                    search_from = max(0, len(text) - longest_stop + 1)
-                    text += self._llm.detokenize([token])
-                    cut = first_stop(text, stops, search_from)
-                    if cut is not None:
-                        del text[cut:]
-                        finish = "stop"
-                        break
-                    if len(out) == max_tokens or len(self.tokens) >= self.n_ctx:
-                        break
+        pre, row = self._sync(prompt, need_logits=True, cancelled=cancelled, keep_tail=True)
+        if pre.cancelled:
+            stats = GenerationStats(len(prompt), pre.reused, pre.encoded, 0, pre.ms, 0.0, "cancelled")
+            return Generation("", [], stats)
+        t0 = time.perf_counter()
+        stops = [s.encode("utf-8") for s in stop if s]
+        longest_stop = max((len(s) for s in stops), default=0)
+        out: list[int] = []
+        text = bytearray()
+        finish = "length"
+        position = len(prompt)  # where the next token goes; cached tokens may follow (keep_tail)
+        greedy = temperature <= 0.0
+        sampler = self._sampler(grammar, temperature, seed)
+        try:
+            while len(out) < max_tokens:
+                if cancelled is not None and cancelled():
+                    finish = "cancelled"
+                    break
+                token = self._sample(sampler, row, greedy and grammar is None,
+                                     first_candidates if not out else None)
+                if self.is_eog(token):
+                    finish = "eos"
+                    break
+                out.append(token)
+                search_from = max(0, len(text) - longest_stop + 1)
+                text += self._llm.detokenize([token])
+                cut = first_stop(text, stops, search_from)
+                if cut is not None:
+                    del text[cut:]
+                    finish = "stop"
+                    break
+                if len(out) == max_tokens or position >= self.n_ctx:
+                    break
+                cached = self.shortcuts and position < len(self.tokens) and self.tokens[position] == token
+                row = self._rows.get(position) if cached else None
+                if row is None:  # not cached, or cached without its logits: evaluate it
+                    self.truncate(position)
                     self._llm.eval([token])
                     self.tokens.append(token)
-            finally:
-                sampler.close()
-            ms = (time.perf_counter() - t0) * 1000
-            self.counters.decoded += len(out)
-            self.counters.decode_ms += ms
-            stats = GenerationStats(len(prompt), pre.reused, pre.encoded, len(out), pre.ms, ms, finish)
-            return Generation(text.decode("utf-8", errors="replace"), out, stats)
+                    self._logits_ready = True
+                    self._save_row()
+                position += 1
+        finally:
+            sampler.close()
+        # The tokens after the last one evaluated stay only when they go on from the last one sampled.
+        if not (out and finish in ("stop", "length") and position < len(self.tokens)
+                and self.tokens[position] == out[-1]):
+            self.truncate(position)
+        ms = (time.perf_counter() - t0) * 1000
+        self.counters.decoded += len(out)
+        self.counters.decode_ms += ms
+        stats = GenerationStats(len(prompt), pre.reused, pre.encoded, len(out), pre.ms, ms, finish)
+        return Generation(text.decode("utf-8", errors="replace"), out, stats)
+
+    def _sample(self, sampler: _internals.LlamaSampler, row: np.ndarray | None, plain_greedy: bool,
+                candidates: HealCandidates | None) -> int:
+        """The next token from `row` (None: the context's output logits), as llama.cpp's
+        `llama_sampler_sample` would choose it over the whole vocabulary.
+
+        With `candidates` the sampler must be greedy under a grammar that admits every token of
+        `candidates.certain` and nothing outside it and `candidates.doubtful`.
+        """
+        if row is None and candidates is None and not (plain_greedy and self.shortcuts):
+            return int(sampler.sample(self._llm._ctx, -1))
+        logits = self._logits() if row is None else row
+        if plain_greedy and self.shortcuts:
+            token = int(np.argmax(logits))  # the first of equal maxima, as llama.cpp's greedy sampler
+            if not np.isnan(logits[token]):  # llama.cpp's greedy never picks a NaN; argmax does
+                return token
+        picked = None if candidates is None else self._greedy_among(sampler, logits, candidates)
+        if picked is not None:
+            llama_cpp.llama_sampler_accept(sampler.sampler, picked)
+            return picked
+        token, _ = self._apply(sampler, logits, None)
+        llama_cpp.llama_sampler_accept(sampler.sampler, token)
+        return token
+
+    def _greedy_among(self, sampler: _internals.LlamaSampler, logits: np.ndarray,
+                      candidates: HealCandidates) -> int | None:
+        """What greedy sampling under the grammar picks over the whole vocabulary: the lowest id
+        among the admitted tokens of the highest logit. The grammar is asked about the doubtful
+        tokens only. None where that rule may not be llama.cpp's (NaN, nothing admitted)."""
+        doubtful, doubtful_logit = -1, -np.inf
+        if len(candidates.doubtful):
+            doubtful, doubtful_logit = self._apply(sampler, logits, candidates.doubtful)
+        certain, certain_logit = -1, -np.inf
+        if len(candidates.certain):
+            values = logits[candidates.certain]
+            best = int(np.argmax(values))
+            certain, certain_logit = int(candidates.certain[best]), float(values[best])
+        if np.isnan(certain_logit) or np.isnan(doubtful_logit) or max(certain_logit, doubtful_logit) == -np.inf:
+            return None
+        if certain_logit > doubtful_logit:
+            return certain
+        if doubtful_logit > certain_logit:
+            return doubtful
+        return min(certain, doubtful)
+
+    def _apply(self, sampler: _internals.LlamaSampler, logits: np.ndarray,
+               ids: np.ndarray | None) -> tuple[int, float]:
+        """Run the sampler chain over a candidate array in token order (all tokens, or `ids`),
+        as `llama_sampler_sample` builds it; (chosen token, its logit after the chain)."""
+        data = np.zeros(self._n_vocab if ids is None else len(ids), dtype=_TOKEN_DATA)
+        if ids is None:
+            data["id"] = np.arange(self._n_vocab, dtype=np.int32)
+            data["logit"] = logits
+        else:
+            data["id"] = ids
+            data["logit"] = logits[ids]
+        array = llama_cpp.llama_token_data_array(
+            data=data.ctypes.data_as(llama_cpp.llama_token_data_p), size=len(data), selected=-1, sorted=False)
+        llama_cpp.llama_sampler_apply(sampler.sampler, ctypes.byref(array))
+        if not 0 <= array.selected < array.size:
+            raise RuntimeError("llama.cpp's sampler chose no token")
+        chosen = array.data[array.selected]  # samplers may point `data` elsewhere
+        return int(chosen.id), float(chosen.logit)
 
     def continuation_logprobs(self, prefix: Sequence[int], continuation: Sequence[int],
                               cancelled: CancelCheck | None = None) -> Scored:
@@ -308,7 +471,7 @@ class LlamaSession:
         with self._lock:
             # The last prefix token is evaluated again with the continuation: its logits
             # predict the continuation's first token.
-            pre = self._sync(prefix[:-1], need_logits=False, cancelled=cancelled)
+            pre = self._sync(prefix[:-1], need_logits=False, cancelled=cancelled)[0]
             if pre.cancelled:
                 return Scored([], pre.reused, pre.encoded, True)
             batch = prefix[-1:] + continuation[:-1]
@@ -363,6 +526,84 @@ class LlamaSession:
             self._logits_ready = False
             self.counters.restored += len(tokens)
             return True
+
+
+@dataclass(frozen=True)
+class HealCandidates:
+    """Sorted token ids: those a `starts_with` grammar surely admits first, and those it may."""
+
+    certain: np.ndarray
+    doubtful: np.ndarray
+
+
+class HealIndex:
+    """Which tokens a `starts_with(text)` grammar admits as its first token, found by bisection.
+
+    llama.cpp's grammar sampler reads every candidate's piece (its bytes, control tokens
+    spelled out) and decodes it as UTF-8, so asked about the whole vocabulary it took 19 ms a
+    token on a busy core of the test machine. A piece that is valid UTF-8, holds no NUL byte, is not
+    empty and is no end-of-generation token decodes to exactly its code points: the grammar
+    admits it when it begins with the text or is a beginning of it (the literal, then any
+    character but NUL), and otherwise rejects it where its code points and the text's first
+    differ. The other pieces (~2,000) are doubtful: the grammar itself decides about them.
+    """
+
+    def __init__(self, llm: llama_cpp.Llama) -> None:
+        vocab = llama_cpp.llama_model_get_vocab(llm.model)
+        buf = ctypes.create_string_buffer(256)
+        pieces: list[bytes] = []
+        for token in range(llama_cpp.llama_vocab_n_tokens(vocab)):
+            size = llama_cpp.llama_token_to_piece(vocab, token, buf, len(buf), 0, True)
+            if size < 0:  # longer than the buffer: -size is its length
+                buf = ctypes.create_string_buffer(-size)
+                size = llama_cpp.llama_token_to_piece(vocab, token, buf, len(buf), 0, True)
+            pieces.append(buf.raw[:size])
+        odd = np.array([not _plain_utf8(piece) or bool(llama_cpp.llama_vocab_is_eog(vocab, token))
+                        for token, piece in enumerate(pieces)])
+        self._doubtful = np.flatnonzero(odd).astype(np.int32)
+        self._odd = odd
+        self._order = np.array(sorted(range(len(pieces)), key=pieces.__getitem__), dtype=np.int32)
+        self._sorted = [pieces[i] for i in self._order]
+
+    def candidates(self, text: str) -> HealCandidates | None:
+        """None when the text is one the argument does not cover (let the grammar see all)."""
+        if not text or "\x00" in text:
+            return None  # a NUL ends the grammar's string in C: let it do whatever it does
+        try:
+            head = text.encode("utf-8")
+        except UnicodeEncodeError:
+            return None
+        lo = bisect.bisect_left(self._sorted, head)
+        after = _after_prefix(head)
+        hi = len(self._sorted) if after is None else bisect.bisect_left(self._sorted, after, lo)
+        found = [self._order[lo:hi]]  # pieces that begin with the text
+        for j in range(1, len(head)):  # pieces that are a beginning of it
+            piece = head[:j]
+            at = bisect.bisect_left(self._sorted, piece)
+            while at < len(self._sorted) and self._sorted[at] == piece:
+                found.append(self._order[at:at + 1])
+                at += 1
+        ids = np.unique(np.concatenate(found))
+        return HealCandidates(ids[~self._odd[ids]], self._doubtful)
+
+
+def _plain_utf8(piece: bytes) -> bool:
+    """Decodes the same in llama.cpp's grammar as in Python: valid UTF-8, no NUL, not empty."""
+    if not piece or b"\x00" in piece:
+        return False
+    try:
+        piece.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _after_prefix(prefix: bytes) -> bytes | None:
+    """The least byte string above every string that begins with `prefix`; None if there is none."""
+    stripped = prefix.rstrip(b"\xff")
+    if not stripped:
+        return None
+    return stripped[:-1] + bytes([stripped[-1] + 1])
 
 
 def rss_mb() -> float:

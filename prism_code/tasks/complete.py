@@ -23,13 +23,14 @@ from prism_code.llm.backend import CompletionBackend
 from prism_code.llm.gbnf import starts_with
 from prism_code.llm.runtime import LlamaSession
 from prism_code.llm.state_cache import KVStateSession, StateCache
-from prism_code.llm.types import GenerationStats, common_prefix
+from prism_code.llm.types import Generation, GenerationStats, common_prefix
 from prism_code.retrieval.windows import RetrievedWindow, WindowRetriever
 from prism_code.tasks.fim import (
     STOP_MARKERS,
     FimBudget,
     FimLayout,
     FimPrompt,
+    TokenCache,
     build_prompt,
     finish_completion,
     split_at_cursor,
@@ -99,6 +100,10 @@ class Completer:
         # A remote server's tokens are this side's tokenization of its text, not the path
         # the model took, so only a local session's answers can be followed.
         self._exact_tokens = isinstance(session, LlamaSession)
+        # A keystroke's prompt repeats the last one's lines, suffix and windows: their tokens are kept.
+        self._tokens = TokenCache(session)
+        # The last retrieval: its query is whole lines, so typing in a line asks it again.
+        self._ranked: tuple[tuple[str, str, int, float, int], list[RetrievedWindow]] | None = None
 
     def _retrieve(self, path: str, prefix: str, draft: str = "") -> list[RetrievedWindow]:
         if not self.settings.retrieval:
@@ -109,7 +114,14 @@ class Completer:
         if not query.strip():
             return []
         k = self.settings.top_k
-        ranked = self.retriever.retrieve(query, path, 2 * k, self.settings.alpha)
+        # The same question of the same index gets the same answer (the retriever rebuilds
+        # itself on a new index generation too).
+        key = (query, path, 2 * k, self.settings.alpha, self.retriever.index.generation)
+        if self._ranked is not None and self._ranked[0] == key:
+            ranked = self._ranked[1]
+        else:
+            ranked = self.retriever.retrieve(query, path, 2 * k, self.settings.alpha)
+            self._ranked = (key, ranked)
         # Windows from the previous request that still rank in the top 2k keep their place
         # (and their cached tokens); the best new ones fill the rest.
         still = {w.label for w in ranked}
@@ -120,7 +132,7 @@ class Completer:
         return chosen
 
     def _prompt(self, path: str, prefix: str, suffix: str, windows: list[RetrievedWindow]) -> FimPrompt:
-        prompt = build_prompt(self.session, self.index.root.name, path, prefix, suffix,
+        prompt = build_prompt(self._tokens, self.index.root.name, path, prefix, suffix,
                               [(w.label, w.text) for w in windows], self.settings.budget,
                               self.settings.layout)
         self._last_prompt = prompt
@@ -144,9 +156,7 @@ class Completer:
         steps = []
         written = ""
         while len(written) < len(prompt.heal):
-            step = self.session.generate([*prompt.tokens, *healed], max_tokens=1,
-                                         grammar=starts_with(prompt.heal[len(written):]),
-                                         cancelled=cancelled)
+            step = self._heal([*prompt.tokens, *healed], prompt.heal[len(written):], cancelled)
             steps.append(step.stats)
             if not step.tokens:
                 return "", _merged(steps)  # cancelled, or the model chose to end
@@ -161,6 +171,12 @@ class Completer:
         if self._exact_tokens:
             self._suggestion = remember(prompt, [*healed, *rest.tokens], rest.stats.finish_reason, stop, max_tokens)
         return written[len(prompt.heal):] + rest.text, _merged(steps)
+
+    def _heal(self, tokens: list[int], text: str, cancelled: CancelCheck | None) -> Generation:
+        """One token that begins with `text` or is a beginning of it (token healing)."""
+        if isinstance(self.session, LlamaSession):  # the same token, the grammar asked about few
+            return self.session.heal(tokens, text, cancelled)
+        return self.session.generate(tokens, max_tokens=1, grammar=starts_with(text), cancelled=cancelled)
 
     def checkpoint(self) -> bool:
         """Save the KV state up to the cursor's line of the last request (idle time, exit)."""
@@ -180,7 +196,10 @@ class Completer:
         prefix, suffix = split_at_cursor(text, line, col)
         prompt = self._prompt(path, prefix, suffix, self._retrieve(path, prefix))
         self._restore(prompt)
-        return self.session.prefill(prompt.tokens, cancelled=cancelled).encoded
+        encoded = self.session.prefill(prompt.tokens, cancelled=cancelled).encoded
+        if isinstance(self.session, LlamaSession) and not (cancelled is not None and cancelled()):
+            self.session.heal_index()  # built once, here rather than at the first keystroke
+        return encoded
 
     def follow(self, path: str, text: str, line: int, col: int) -> CompletionResult | None:
         """The answer read off the last suggestion when the user typed what it begins with, else None.

@@ -28,6 +28,8 @@ again by `finish_completion`, since the editor already has it.
 from __future__ import annotations
 
 import re
+from array import array
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -96,6 +98,43 @@ class Tokenizer(Protocol):
     def special_token(self, name: str) -> int: ...
 
     def detokenize(self, tokens: Sequence[int]) -> str: ...
+
+
+class TokenCache:
+    """A Tokenizer that remembers the tokens of the texts it tokenized (least recently used go first).
+
+    A keystroke's prompt is built from the same lines, suffix and windows as the last one's;
+    tokenizing them again (~130 calls, 14 of the 17 ms a keystroke spent outside the model on a
+    busy core) gave the same tokens, as tokenizing is a function of the text. Only
+    `tokenize_text` is cached.
+    """
+
+    def __init__(self, tok: Tokenizer, max_texts: int = 4096, max_chars: int = 1 << 21) -> None:
+        self._tok = tok
+        self._max_texts = max_texts
+        self._max_chars = max_chars
+        self._chars = 0
+        self._tokens: OrderedDict[str, array[int]] = OrderedDict()
+
+    def tokenize_text(self, text: str) -> list[int]:
+        known = self._tokens.get(text)
+        if known is not None:
+            self._tokens.move_to_end(text)
+            return known.tolist()
+        tokens = self._tok.tokenize_text(text)
+        if len(text) <= self._max_chars // 4:
+            self._tokens[text] = array("i", tokens)
+            self._chars += len(text)
+            while len(self._tokens) > self._max_texts or self._chars > self._max_chars:
+                old, _ = self._tokens.popitem(last=False)
+                self._chars -= len(old)
+        return tokens
+
+    def special_token(self, name: str) -> int:
+        return self._tok.special_token(name)
+
+    def detokenize(self, tokens: Sequence[int]) -> str:
+        return self._tok.detokenize(tokens)
 
 
 def split_at_cursor(text: str, line: int, col: int) -> tuple[str, str]:
