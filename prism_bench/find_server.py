@@ -50,8 +50,8 @@ from urllib.parse import unquote, urlsplit
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcRequestCancelled
-from pygls.lsp.client import LanguageClient
 
+from prism_bench.lsp_subprocess import BenchClient, load_average, running_server, shut_down
 from prism_bench.repoqa_data import Haystack, Needle
 from prism_code.retrieval.fusion import SHORT_QUERY_WORDS
 
@@ -293,26 +293,21 @@ def _as_dict(value: Any) -> dict[str, Any]:
     return plain if isinstance(plain, dict) else dict(getattr(value, "__dict__", {}))
 
 
-class _Client(LanguageClient):
+class _Client(BenchClient):
     """Records find updates and prism-find progress with their arrival times."""
 
     def __init__(self) -> None:
-        super().__init__("prism-bench", "0.1")
+        super().__init__()
         self.updates: dict[str, list[tuple[float, dict[str, Any]]]] = {}
         self.begun: list[tuple[float, str]] = []  # prism-find/ progress tokens, in order
         self.ended: dict[str, float] = {}
         self.changed = asyncio.Event()
-        self.messages: list[str] = []
 
         @self.feature(FIND_UPDATE)
         def on_update(params: Any) -> None:
             update = _as_dict(params)
             self.updates.setdefault(str(update.get("token")), []).append((time.monotonic(), update))
             self.changed.set()
-
-        @self.feature(types.WINDOW_WORK_DONE_PROGRESS_CREATE)
-        def create(params: types.WorkDoneProgressCreateParams) -> None:
-            return None
 
         @self.feature(types.PROGRESS)
         def progress(params: types.ProgressParams) -> None:
@@ -325,18 +320,6 @@ class _Client(LanguageClient):
             elif kind == "end":
                 self.ended[token] = time.monotonic()
             self.changed.set()
-
-        @self.feature(types.WINDOW_LOG_MESSAGE)
-        def log_message(params: types.LogMessageParams) -> None:
-            self.messages.append(params.message)
-
-        @self.feature(types.WINDOW_SHOW_MESSAGE)
-        def show_message(params: types.ShowMessageParams) -> None:
-            self.messages.append(params.message)
-
-        @self.feature(types.WORKSPACE_CONFIGURATION)
-        def configuration(params: types.ConfigurationParams) -> list[None]:
-            return [None for _ in params.items]
 
     async def until(self, ready: Callable[[], bool], timeout_s: float, what: str) -> None:
         deadline = time.monotonic() + timeout_s
@@ -451,15 +434,6 @@ async def _cancelled_find(client: _Client, query: Query) -> CancelRun:
                      None if probe_at is None else probe_at - cancelled)
 
 
-async def _drain(stream: asyncio.StreamReader | None, keep: list[str]) -> None:
-    """Read the server's stderr, so a full pipe never stops it; keep the tail for errors."""
-    if stream is None:
-        return
-    while line := await stream.readline():
-        keep.append(line.decode("utf-8", "replace").rstrip())
-        del keep[:-40]
-
-
 def _indexed(status: dict[str, Any]) -> bool:
     embeddings = status.get("embeddings") or {}
     return (status.get("state") == "idle" and bool(embeddings.get("total"))
@@ -469,14 +443,8 @@ def _indexed(status: dict[str, Any]) -> bool:
 async def _measure(haystack: Haystack, cold: Query, queries: list[Query], threads: int,
                    cache: Path, result: FindServer) -> FindServer:
     client = _Client()
-    env = {**os.environ, "PRISM_CODE_CACHE_DIR": str(cache / "default")}
-    await client.start_io(sys.executable, "-m", "prism_code.lsp", env=env)
-    server = client._server  # pygls keeps the process there and nowhere else
-    assert server is not None
-    stderr: list[str] = []
-    drain = asyncio.create_task(_drain(server.stderr, stderr))
     root = haystack.root.resolve()
-    try:
+    async with running_server(client, cache) as server:
         await client.initialize_async(types.InitializeParams(
             process_id=os.getpid(), root_uri=root.as_uri(),
             capabilities=types.ClientCapabilities(
@@ -502,26 +470,9 @@ async def _measure(haystack: Haystack, cold: Query, queries: list[Query], thread
             result.cancels.append(await _cancelled_find(client, query))
             print(f"{query.label} cancelled: idle after {_seconds(result.cancels[-1].idle_s)} s",
                   file=sys.stderr)
-        result.load = _load_average()
-        await client.shutdown_async(None)
-        client.exit(None)
-        await asyncio.wait_for(server.wait(), 30)
-    except BaseException:
-        if server.returncode is None:
-            server.kill()
-        sys.stderr.write("\n".join(stderr[-20:]) + "\n")
-        raise
-    finally:
-        drain.cancel()
-        await client.stop()
+        result.load = load_average()
+        await shut_down(client, server)
     return result
-
-
-def _load_average() -> str:
-    try:
-        return " / ".join(f"{v:.1f}" for v in os.getloadavg())
-    except OSError:
-        return "unknown"
 
 
 def _machine_speed(result: FindServer) -> None:

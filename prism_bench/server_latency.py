@@ -27,17 +27,16 @@ import asyncio
 import os
 import re
 import statistics
-import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from lsprotocol import types
-from pygls.lsp.client import LanguageClient
+
+from prism_bench.lsp_subprocess import BenchClient, load_average, percentile, running_server, shut_down
 
 # A request answered later than this counts as blocked (issue 5's target).
 BLOCKED_MS = 100.0
@@ -101,18 +100,6 @@ def _proc_status_kib(pid: int, key: str) -> int:
     return 0
 
 
-def _load_average() -> str:
-    try:
-        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
-    except OSError:
-        return "unknown"
-
-
-def _percentile(values: Sequence[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))] if ordered else 0.0
-
-
 def pick_definition(repo: Path) -> tuple[Path, int, int]:
     """(file, 0-based line, character) of a `def` name in a mid-sized Python file: a hover
     there parses the file, resolves the definition and looks its note up."""
@@ -126,21 +113,16 @@ def pick_definition(repo: Path) -> tuple[Path, int, int]:
     raise ValueError(f"{repo} has no Python file with a top-level function to hover")
 
 
-class _Client(LanguageClient):
+class _Client(BenchClient):
     """A client that accepts progress tokens, records progress and answers configuration."""
 
     def __init__(self) -> None:
-        super().__init__("prism-bench", "0.1")
+        super().__init__()
         self.stage = "starting"
         self.index_token: str | None = None
         self.index_end: str | None = None  # the end message of the indexing progress
         self.ended = asyncio.Event()
-        self.messages: list[str] = []
         self.notes_reports = 0
-
-        @self.feature(types.WINDOW_WORK_DONE_PROGRESS_CREATE)
-        def create(params: types.WorkDoneProgressCreateParams) -> None:
-            return None
 
         @self.feature(types.PROGRESS)
         def progress(params: types.ProgressParams) -> None:
@@ -162,22 +144,6 @@ class _Client(LanguageClient):
                 self.index_end = message or ""
                 self.stage = "after progress"
 
-        @self.feature(types.WINDOW_LOG_MESSAGE)
-        def log_message(params: types.LogMessageParams) -> None:
-            self.messages.append(params.message)
-
-        @self.feature(types.WINDOW_SHOW_MESSAGE)
-        def show_message(params: types.ShowMessageParams) -> None:
-            self.messages.append(params.message)
-
-        @self.feature(types.CLIENT_REGISTER_CAPABILITY)
-        def register(params: types.RegistrationParams) -> None:
-            return None
-
-        @self.feature(types.WORKSPACE_CONFIGURATION)
-        def configuration(params: types.ConfigurationParams) -> list:
-            return [None for _ in params.items]
-
 
 def _complete(status: object) -> bool:
     """Whether a prism.status answer says indexing and embeddings are done."""
@@ -186,15 +152,6 @@ def _complete(status: object) -> bool:
     embeddings = status.get("embeddings") or {}
     return (status.get("state") == "idle"
             and embeddings.get("done") == embeddings.get("total"))
-
-
-async def _drain(stream: asyncio.StreamReader | None, keep: list[str]) -> None:
-    """Read the server's stderr, so a full pipe never stops it; keep the tail for errors."""
-    if stream is None:
-        return
-    while line := await stream.readline():
-        keep.append(line.decode("utf-8", "replace").rstrip())
-        del keep[:-40]
 
 
 def _definitions(path: Path) -> list[tuple[int, int]]:
@@ -240,21 +197,15 @@ async def _notes_ready(client: _Client, repo: Path, target: Path, timeout_s: flo
             break
         await asyncio.sleep(0.5)
     return NotesReady(str(target.relative_to(repo)), len(places), ready, at_open, pass_started,
-                      _load_average())
+                      load_average())
 
 
 async def _measure(repo: Path, cache: Path, interval_s: float,
                    notes_file: Path | None = None, notes_timeout_s: float = 600.0) -> ServerLatency:
     target, row, column = pick_definition(repo)
     client = _Client()
-    env = {**os.environ, "PRISM_CODE_CACHE_DIR": str(cache / "default")}
-    await client.start_io(sys.executable, "-m", "prism_code.lsp", env=env)
-    server = client._server  # pygls keeps the process there and nowhere else
-    assert server is not None
-    stderr: list[str] = []
-    drain = asyncio.create_task(_drain(server.stderr, stderr))
     result = ServerLatency(repo.name, f"{target.relative_to(repo)}:{row + 1}", 0.0, "")
-    try:
+    async with running_server(client, cache) as server:
         await client.initialize_async(types.InitializeParams(
             process_id=os.getpid(), root_uri=repo.as_uri(),
             capabilities=types.ClientCapabilities(
@@ -318,20 +269,10 @@ async def _measure(repo: Path, cache: Path, interval_s: float,
         result.end_message = str(client.index_end)
         result.rss_peak_mib = _proc_status_kib(server.pid, "VmHWM") / MIB
         result.rss_end_mib = _proc_status_kib(server.pid, "VmRSS") / MIB
-        result.load = _load_average()
+        result.load = load_average()
         if notes_file is not None:
             result.notes = await _notes_ready(client, repo, notes_file, notes_timeout_s)
-        await client.shutdown_async(None)
-        client.exit(None)
-        await asyncio.wait_for(server.wait(), 30)
-    except BaseException:
-        if server.returncode is None:
-            server.kill()
-        sys.stderr.write("\n".join(stderr[-20:]) + "\n")
-        raise
-    finally:
-        drain.cancel()
-        await client.stop()
+        await shut_down(client, server)
     return result
 
 
@@ -362,7 +303,7 @@ def markdown(r: ServerLatency, command: str) -> str:
         blocked = sum(1 for v in values if v > BLOCKED_MS)
         rows.append([f"`{'prism.status' if method == 'status' else 'textDocument/hover'}`",
                      len(values), f"{statistics.median(values):.1f}",
-                     f"{_percentile(values, 0.99):.1f}", f"{max(values):.0f}",
+                     f"{percentile(values, 0.99):.1f}", f"{max(values):.0f}",
                      f"{blocked} ({100 * blocked / len(values):.1f}%)"])
     worst = sorted(r.samples, key=lambda s: -s.latency_ms)[:5]
     stages = Counter(s.stage for s in r.samples if s.latency_ms > BLOCKED_MS)
