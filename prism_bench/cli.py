@@ -79,6 +79,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--limit", type=bounded_int(1), help="only this many tasks, spread over the split")
     p.add_argument("--known-only", action="store_true",
                    help="run nothing: report the tasks every mode has already answered")
+    p.add_argument("--against-model", metavar="MODEL",
+                   help="also compare each mode with this model's kept outcomes, paired by task")
     p.add_argument("--threads", type=threads, default=2)
     p.add_argument("--write", type=non_empty_path, metavar="MARKDOWN", help="update this results file")
     p = sub.add_parser("blocks", help="block completion under a def header, scored line by line")
@@ -184,6 +186,10 @@ def run(args: argparse.Namespace) -> int:
         gain = completion_gain.run(args.model, modes, args.split, args.threads, args.limit,
                                    compute=not args.known_only)
         body = completion_gain.markdown(gain, command)
+        if args.against_model:
+            other = completion_gain.run(args.against_model, modes, args.split, args.threads, args.limit,
+                                        compute=False)
+            body += "\n\n" + completion_gain.model_comparison(gain, other)
         section = f"completion-{args.split}-{args.model}"
         if args.write:
             png = completion_gain.chart(gain, args.write.parent / "images" / f"{section}.png")

@@ -179,6 +179,24 @@ def _retrieval_gain(result: GainResult, tasks: Sequence[CompletionTask]) -> str:
     return f"Retrieval's gain (product, retrieval on minus off, paired): EM {em.signed()}, ES {es.signed()}."
 
 
+def model_comparison(result: GainResult, other: GainResult) -> str:
+    """Each mode against the same mode of another model, paired over the tasks both answered
+    (the other model's kept outcomes: nothing runs for it)."""
+    lines = []
+    for mode, known in result.outcomes.items():
+        theirs = other.outcomes.get(mode, {})
+        both = [t for t in result.tasks if t.task_id in known and t.task_id in theirs]
+        if not both:
+            lines.append(f"{mode}: {other.model} has answered none of these tasks.")
+            continue
+        em = paired_difference(_column(result, mode, "em", both), _column(other, mode, "em", both))
+        es = paired_difference(_column(result, mode, "es", both), _column(other, mode, "es", both))
+        lines.append(f"{mode}: {result.model} {_share(result, mode, both)} against {other.model} "
+                     f"{_share(other, mode, both)} on the {len(both)} tasks both answered; "
+                     f"difference, paired: EM {em.signed()}, ES {es.signed()}.")
+    return "\n".join(lines)
+
+
 def chart(result: GainResult, path: Path) -> Path:
     """EM per mode, overall and by where the cursor sits."""
     from prism_bench.charts import grouped_bars

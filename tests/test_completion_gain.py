@@ -59,3 +59,22 @@ def test_an_interrupted_results_file_keeps_the_finished_outcomes(tmp_path: Path)
     path = tmp_path / "results.jsonl"
     path.write_text(json.dumps(done.__dict__) + "\n" + '{"task_id": "p/line/1", "compl')
     assert load_outcomes(path, completion_gain.Outcome) == {"p/line/0": done}
+
+
+def test_two_models_are_compared_on_the_tasks_both_answered(tmp_path: Path):
+    _, tasks = _tasks(tmp_path)
+    tasks = tasks[:4]
+    mode = completion_gain.PRODUCT_ON
+
+    def result(model: str, right: list[bool]) -> completion_gain.GainResult:
+        outcomes = {t.task_id: completion_gain.Outcome(t.task_id, "", ok, 1.0 if ok else 0.5, 900, 1.0)
+                    for t, ok in zip(tasks, right)}
+        return completion_gain.GainResult(model, "tune", tasks, {mode: outcomes})
+
+    large = result("qwen2.5-coder-1.5b", [True, True, True, False])
+    small = result("qwen2.5-coder-0.5b", [True, False, False])  # has not answered the fourth
+    line = completion_gain.model_comparison(large, small)
+    assert "1.000 against qwen2.5-coder-0.5b 0.333 on the 3 tasks both answered" in line
+    assert "EM +0.667" in line
+    assert "has answered none" in completion_gain.model_comparison(
+        large, completion_gain.GainResult("other", "tune", tasks, {mode: {}}))
