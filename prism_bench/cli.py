@@ -41,6 +41,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--split", choices=["tune", "test", "all"], default="all")
     p.add_argument("--strategy", choices=["retrieval", "prism"], default="retrieval")
     p.add_argument("--limit", type=bounded_int(1), help="prism: only this many tasks (round-robin over projects)")
+    p.add_argument("--expand", action="store_true",
+                   help="retrieval alone against retrieval fused with the model's guess at the code")
     p.add_argument("--threads", type=threads, default=2)
     p.add_argument("--model", default="qwen2.5-coder-0.5b", help="prism: a registry name or GGUF path")
     p.add_argument("--cache-dir", type=non_empty_path, help="where haystacks and their indexes live")

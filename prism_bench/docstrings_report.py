@@ -79,6 +79,13 @@ def run_cli(args: argparse.Namespace, command: str) -> tuple[str, str]:
     total = sum(len(h.needles) for h in haystacks)
     intro = (f"{total} functions in {len(haystacks)} PyPI projects, each searched by the first paragraph of "
              f"its docstring, with every sampled docstring removed from the haystack (split `{args.split}`).")
+    if args.expand:
+        from prism_bench import expansion_bench
+
+        expanded = expansion_bench.run(haystacks, index_cache, docstrings_data.task_splits(), args.model,
+                                       args.threads)
+        return intro + "\n\n" + expansion_bench.markdown(expanded, command), \
+            f"docstrings-expansion-{args.model}-{args.split}"
     if args.strategy == "retrieval":
         from prism_code.retrieval.dense import Embedder
 

@@ -99,7 +99,8 @@ def test_prism_by_memory_fit_picks_the_described_function_and_reports_progress(s
     events = []
     # Small on purpose (4 candidates, 2 steps, one revision each): the machine is a 2-core CPU.
     outcome = run_find("prism", search, ORDER_TOTAL, top=4, session=model_session, on_event=events.append,
-                       candidates=4, chunk_size=2, max_revisions=1, step_tokens=80, evidence="fit")
+                       candidates=4, chunk_size=2, max_revisions=1, step_tokens=80, evidence="fit",
+                       expand_short_queries=False)
     # Which function the 0.5B model picks is measured by the RepoQA benchmark, not asserted here:
     # the answer must be a candidate the pass kept, named first, with the others still listed.
     first = outcome.results[0]
@@ -128,7 +129,7 @@ def test_prism_by_likelihood_keeps_the_described_function_first(search, model_se
     events, rankings = [], []
     outcome = run_find("prism", search, ORDER_TOTAL, top=4, session=model_session, on_event=events.append,
                        on_ranking=rankings.append, candidates=4, noted=2, noted_chunk=1, max_revisions=1,
-                       step_tokens=80, short_query_evidence="body")
+                       step_tokens=80, short_query_evidence="body", expand_short_queries=False)
     # Anytime: retrieval's ranking first, one more per candidate scored, then the final one.
     assert [(r.scored, r.total, r.done) for r in rankings] == [(0, 4, False), (1, 4, False), (2, 4, False),
                                                                (3, 4, False), (4, 4, False), (4, 4, True)]
@@ -162,7 +163,7 @@ def test_prism_reads_a_sentence_against_the_candidates_signatures(search, model_
     rankings = []
     outcome = run_find("prism", search, "Total price of an order.", top=4, session=model_session,
                        on_ranking=rankings.append, candidates=4, noted=1, noted_chunk=1, max_revisions=1,
-                       step_tokens=60)
+                       step_tokens=60, expand_short_queries=False)
     pmi = outcome.stats["signature_pmi"]
     assert set(pmi) == {r.qualname for r in outcome.results} and "likelihood" not in outcome.stats
     assert max(pmi, key=pmi.get) == "total_price" == outcome.results[0].qualname
@@ -171,6 +172,28 @@ def test_prism_reads_a_sentence_against_the_candidates_signatures(search, model_
                                                       (4, True)]
     # One pass per header with the sentence, one per header without it unless that prior is kept.
     assert 4 + outcome.stats["steps"] <= outcome.accounting.calls <= 8 + outcome.stats["steps"]
+
+
+@pytest.mark.model
+def test_prism_searches_a_sentence_with_the_models_guess_at_its_code(search, model_session):
+    events, rankings = [], []
+    sentence = "Total price of an order."
+    outcome = run_find("prism", search, sentence, top=4, session=model_session, on_event=events.append,
+                       on_ranking=rankings.append, candidates=4, noted=1, noted_chunk=1, max_revisions=1,
+                       step_tokens=60)
+    guess = outcome.stats["expansion"]
+    assert "def " in guess and "```" not in guess  # code, fences taken off
+    # Retrieval's list at once, then the list the sentence and the guess find together,
+    # which is what the signatures are read from.
+    assert [e.stage for e in events[:2]] == ["retrieval", "expansion"]
+    assert [(r.scored, r.done) for r in rankings[:2]] == [(0, False), (0, False)]
+    assert [r.qualname for r in rankings[0].results] == [r.qualname for r in search.search(sentence, top=4)]
+    assert [r.qualname for r in rankings[1].results] == [
+        r.qualname for r in search.search(sentence, top=4, expansion=guess)]
+    assert set(outcome.stats["signature_pmi"]) == {r.qualname for r in rankings[1].results}
+    assert outcome.results[0].qualname == "total_price"
+    assert [e.done for e in events] == sorted(e.done for e in events) and events[-1].done == events[-1].total
+    assert outcome.accounting.decoded >= len(model_session.tokenize_text(guess)) - 1
 
 
 ORDER_TOTAL_LONG = ("1. Purpose: work out what a customer's order costs in all. 2. Input: a list of unit prices "

@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 Strategy = Literal["retrieval", "prism", "wim", "long-context"]  # the find strategies
-# "step": a PRISM chunk; "likelihood": prism's scoring of candidate bodies; "margin": a WiM segment
-Stage = Literal["retrieval", "step", "likelihood", "margin", "answer"]
+# "expansion": the model's guess at a sentence's code, searched with it; "step": a PRISM chunk;
+# "likelihood": prism's scoring of candidate bodies; "margin": a WiM segment
+Stage = Literal["retrieval", "expansion", "step", "likelihood", "margin", "answer"]
 
 
 @dataclass(frozen=True)

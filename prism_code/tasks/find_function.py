@@ -23,7 +23,7 @@ from prism_code.parse.model import Definition, ParsedFile
 from prism_code.relations import related_matrix
 from prism_code.retrieval.dense import Embedder, cosine_scores
 from prism_code.retrieval.fragrel import relation_aware_scores
-from prism_code.retrieval.fusion import SECTION_COMPONENTS, fuse, fusion_weights
+from prism_code.retrieval.fusion import SECTION_COMPONENTS, fuse, fusion_weights, reciprocal_rank_fusion
 from prism_code.retrieval.lexical import LexicalIndex, TermBag, Vocabulary
 from prism_code.retrieval.markup import plain_text
 from prism_code.retrieval.query_sections import split_sections
@@ -261,13 +261,18 @@ class FunctionSearch:
             return independent, parts
         return relation_aware_scores(independent, self.corpus.related, alpha), parts
 
-    def search(self, query: str, top: int = 10, alpha: float = DEFAULT_FIND_ALPHA) -> list[FoundFunction]:
+    def search(self, query: str, top: int = 10, alpha: float = DEFAULT_FIND_ALPHA,
+               expansion: str | None = None) -> list[FoundFunction]:
+        """The `top` functions for `query`; with `expansion` (the model's guess at the code,
+        tasks/query_expansion.py) the two rankings fused by reciprocal rank."""
         if not query.strip():
             raise ValueError("the description is empty")
         corpus = self.corpus
         if not corpus.fragments:
             return []
         final, parts = self.scores(query, alpha)
+        if expansion and expansion.strip():
+            final = reciprocal_rank_fusion([final, self.scores(expansion, alpha)[0]])
         order = np.argsort(-final, kind="stable")[:top]
         terms = set(query_tokens(query))
         return [self._result(int(i), float(final[i]), parts, terms) for i in order]

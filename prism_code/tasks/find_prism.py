@@ -47,6 +47,7 @@ from prism_code.tasks.find_events import FindEvent, FindListener, Stage
 from prism_code.tasks.find_function import FoundFunction, FunctionSearch
 from prism_code.tasks.find_outcome import FindOutcome, answer_grammar, candidate_labels, parse_function_json
 from prism_code.tasks.find_stream import RankingStream
+from prism_code.tasks.query_expansion import hypothetical_function, language_name
 from prism_code.tasks.query_likelihood import (
     DEFAULT_DESCRIPTION_TOKENS,
     DEFAULT_LINES,
@@ -126,6 +127,9 @@ class PrismSettings:
     # A long description reads every signature first, then the bodies of retrieval's first and of
     # the others whose headers it raised most, this many bodies in all (0: every body, no signatures).
     long_query_bodies: int = LONG_QUERY_BODIES
+    # A sentence is first written out as code by the model and searched with both
+    # (tasks/query_expansion.py), so the candidates the likelihood reads come from the fused list.
+    expand_short_queries: bool = True
 
 
 def candidate_text(index: RepoIndex, found: FoundFunction, key: str, view: View,
@@ -186,10 +190,11 @@ class _Query:
     beyond: list[FoundFunction] = field(default_factory=list)  # retrieval's results past the candidates
     accounting: Accounting = field(default_factory=Accounting)
     stats: dict[str, Any] = field(default_factory=dict)
+    done_before: int = 0  # steps of earlier stages the later ones count on from (the expansion)
 
     def emit(self, stage: Stage, message: str, done: int) -> None:
         if self.on_event is not None:
-            self.on_event(FindEvent("prism", stage, message, done, self.total))
+            self.on_event(FindEvent("prism", stage, message, min(done + self.done_before, self.total), self.total))
 
 
 def find_prism(session: ScoringBackend, search: FunctionSearch, description: str, *, top: int = 10,
@@ -208,18 +213,21 @@ def find_prism(session: ScoringBackend, search: FunctionSearch, description: str
     by_likelihood = settings.evidence == "likelihood"
     noted_n = min(settings.noted, len(pool)) if by_likelihood else len(pool)
     chunk = settings.noted_chunk if by_likelihood else settings.chunk_size
-    # Progress counts candidates scored, pass steps, then the answer.
+    expand = bool(pool) and settings.expand_short_queries and len(description.split()) <= SHORT_QUERY_WORDS
+    # Progress counts the expansion, candidates scored, pass steps, then the answer.
     scored_n = _model_scores(settings, description, len(pool)) if by_likelihood else 0
-    query = _Query(session, description, settings, cancelled, on_event, scored_n + -(-noted_n // chunk) + 1,
-                   rankings or RankingStream(None))
-    query.beyond = [FoundFunction(f.name, f.qualname, f.path, f.start_line, f.end_line, f.score,
-                                  f"beyond the {len(pool)} PRISM candidates; retrieval rank {len(pool) + n}")
-                    for n, f in enumerate(retrieved[len(pool):top], 1)]
-    query.rankings.retrieval(pool + query.beyond, scored_n)
+    query = _Query(session, description, settings, cancelled, on_event,
+                   expand + scored_n + -(-noted_n // chunk) + 1, rankings or RankingStream(None))
+    query.rankings.retrieval(pool + _beyond(retrieved, len(pool), top), scored_n)
     query.emit("retrieval", f"{len(pool)} candidates from retrieval; top: {pool[0].qualname}" if pool
                else "no functions indexed", 0)
     if not pool:
         return FindOutcome([], Accounting(), {"chosen_by": "empty"})
+    if expand:
+        retrieved = _expanded(query, search, retrieved, max(top, settings.candidates))
+        pool = retrieved[:settings.candidates]
+        query.rankings.retrieval(pool + _beyond(retrieved, len(pool), top), scored_n)
+    query.beyond = _beyond(retrieved, len(pool), top)
 
     keys = candidate_labels(pool)
     candidates = _candidates(search, pool, keys, settings, store)
@@ -242,6 +250,28 @@ def find_prism(session: ScoringBackend, search: FunctionSearch, description: str
     ranked = _ranked(candidates, query.stats["memory"], chosen, query.stats.get("likelihood"),
                      {c.key for c in noted}, query.stats.get("signature_pmi"))
     return FindOutcome(ranked + query.beyond, query.accounting, query.stats)
+
+
+def _beyond(retrieved: list[FoundFunction], pool: int, top: int) -> list[FoundFunction]:
+    return [FoundFunction(f.name, f.qualname, f.path, f.start_line, f.end_line, f.score,
+                          f"beyond the {pool} PRISM candidates; retrieval rank {pool + n}")
+            for n, f in enumerate(retrieved[pool:top], 1)]
+
+
+def _expanded(query: _Query, search: FunctionSearch, retrieved: list[FoundFunction],
+              top: int) -> list[FoundFunction]:
+    """Retrieval again, the sentence fused with the model's guess at its code."""
+    language = language_name([f.path for f in retrieved])
+    guess, generation = hypothetical_function(query.session, query.description, language, query.cancelled)
+    query.accounting.add(generation.stats)
+    query.stats["expansion"] = guess
+    if query.cancelled is not None and query.cancelled():
+        raise Cancelled()
+    expanded = search.search(query.description, top=top, expansion=guess) if guess else retrieved
+    first = guess.splitlines()[0] if guess else "(nothing written)"
+    query.emit("expansion", f"searched with the model's guess: {first[:80]}", 1)
+    query.done_before = 1
+    return expanded
 
 
 def _staged(settings: PrismSettings, description: str, candidates: int) -> bool:
