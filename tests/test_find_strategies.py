@@ -180,7 +180,7 @@ def test_prism_searches_a_sentence_with_the_models_guess_at_its_code(search, mod
     sentence = "Total price of an order."
     outcome = run_find("prism", search, sentence, top=4, session=model_session, on_event=events.append,
                        on_ranking=rankings.append, candidates=4, noted=1, noted_chunk=1, max_revisions=1,
-                       step_tokens=60)
+                       step_tokens=60, expand_short_queries=True)
     guess = outcome.stats["expansion"]
     assert "def " in guess and "```" not in guess  # code, fences taken off
     # Retrieval's list at once, then the list the sentence and the guess find together,

@@ -56,7 +56,7 @@ def test_prism_find_through_the_remote_ranks_as_the_local_model(remote, model_se
         ranked = {}
         for name, session in (("local", model_session), ("remote", remote)):
             outcome = run_find("prism", search, ORDER_TOTAL, top=5, session=session, evidence="fit",
-                               candidates=5, expand_short_queries=False)
+                               candidates=5)
             ranked[name] = ([r.qualname for r in outcome.results], outcome.stats["memory"])
     finally:
         index.close()
