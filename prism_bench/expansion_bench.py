@@ -2,8 +2,9 @@
 fused with the local model's guess at the function's code (tasks/query_expansion.py).
 
 Both rankings come from find's own `FunctionSearch.search`; the guess is what `--strategy prism`
-writes before it reads any candidate. Reported per split: the fusion's constant was chosen on
-the tuning split, so the test split is the figure.
+writes first when `PrismSettings.expand_short_queries` is on (off by default, docs/decisions.md).
+Reported per split: the fusion's constant was chosen on the tuning split, so the test split is
+the figure.
 """
 
 from __future__ import annotations
@@ -30,7 +31,6 @@ TOP = 10
 class Expanded:
     instance_id: str
     split: str
-    words: int
     plain_rank: int | None  # 1-based within the top 10; None beyond it or not located
     expanded_rank: int | None
     guess: str
@@ -84,16 +84,12 @@ def run(haystacks: list[Haystack], index_cache: Path, splits: dict[str, str], mo
                         _rank(plain, target.path, target.start_line, target.end_line),
                         _rank(expanded, target.path, target.start_line, target.end_line))
                     result.rows.append(Expanded(needle.instance_id, splits[needle.instance_id],
-                                                len(needle.description.split()), *ranks, guess,
+                                                *ranks, guess,
                                                 generation.stats.prompt_tokens, len(generation.tokens), seconds))
                     print(f"{needle.instance_id}: {ranks[0]} -> {ranks[1]}", file=sys.stderr)
     finally:
         session.close()
     return result
-
-
-def _metrics(ranks: Sequence[int | None]) -> dict[str, float]:
-    return recall_metrics(list(ranks))
 
 
 def markdown(result: ExpansionResult, command: str) -> str:
@@ -102,8 +98,8 @@ def markdown(result: ExpansionResult, command: str) -> str:
         chosen = [r for r in result.rows if r.split == split]
         if not chosen:
             continue
-        plain = _metrics([r.plain_rank for r in chosen])
-        expanded = _metrics([r.expanded_rank for r in chosen])
+        plain = recall_metrics([r.plain_rank for r in chosen])
+        expanded = recall_metrics([r.expanded_rank for r in chosen])
         gain = paired_difference([float(r.expanded_rank == 1) for r in chosen],
                                  [float(r.plain_rank == 1) for r in chosen])
         rows.append([split, len(chosen), f"{plain['recall@1']:.3f} / {plain['mrr@10']:.3f}",
@@ -119,7 +115,7 @@ def markdown(result: ExpansionResult, command: str) -> str:
         "",
         f"Model {result.model}. Each docstring query of at most {SHORT_QUERY_WORDS} words is searched alone "
         "and fused by reciprocal rank with the model's guess at the function (find's own search; "
-        "the guess is what `--strategy prism` writes first).",
+        "the guess `--strategy prism` writes first when its expansion is on).",
         "",
         table(["split", "queries", "alone: top-1 / MRR@10", "with the guess: top-1 / MRR@10",
                "top-1 gain, paired [95%]", "top-10", "made right", "made wrong"], rows),
