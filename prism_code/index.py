@@ -23,16 +23,13 @@ another one has moved on from. A damaged database is moved aside and rebuilt.
 from __future__ import annotations
 
 import logging
-import math
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import numpy as np
 
 from prism_code.cancel import CancelCheck, Cancelled
 from prism_code.config import IndexConfig
@@ -40,7 +37,16 @@ from prism_code.fragments import FUNCTION, WINDOW, Fragment, file_fragments, fra
 from prism_code.graph import CodeGraph
 from prism_code.parse import PARSER_VERSION, language_for_path, parse_source
 from prism_code.parse.model import Definition, ParsedFile
-from prism_code.relations import Ranked, StrengthTable, ranked_batches, split_rows
+from prism_code.relation_update import (
+    FULL_RECOMPUTE_SHARE,
+    Dirty,
+    Progress,
+    context_neighbours,
+    patched,
+    planned,
+    recompute,
+    relating,
+)
 from prism_code.store import IndexBusy, StaleIndex, Store, is_damage, workspace_db_path
 from prism_code.workspace import (
     FileState,
@@ -54,11 +60,6 @@ from prism_code.workspace import (
 )
 
 log = logging.getLogger(__name__)
-
-Progress = Callable[[str, int, int], None]  # (stage, done, total)
-
-# When more than this share of fragments is affected, one full pass is cheaper.
-_FULL_RECOMPUTE_SHARE = 0.5
 
 # Attempts at an update whose commit finds that another process committed first (only
 # possible where the write lock does not work, see store.FileLock).
@@ -89,27 +90,6 @@ class IndexSummary:
         return (f"{self.files} files ({self.added} added, {self.changed} changed, "
                 f"{self.removed} removed, {self.skipped} skipped), {self.lines} lines, "
                 f"{self.functions} functions, {self.fragments} fragments in {self.seconds:.2f} s")
-
-
-@dataclass
-class Dirty:
-    """Relation work an update leaves to finish_relations()."""
-
-    changed: set[str] = field(default_factory=set)  # fragments that changed, appeared or vanished
-    recompute: set[str] = field(default_factory=set)  # fragments to recompute in any case
-    nodes: set[str] = field(default_factory=set)  # graph nodes whose edges changed
-
-    def __bool__(self) -> bool:
-        return bool(self.changed or self.recompute or self.nodes)
-
-    def merged(self, other: Dirty) -> Dirty:
-        return Dirty(self.changed | other.changed, self.recompute | other.recompute,
-                     self.nodes | other.nodes)
-
-
-def _relating(f: Fragment | None) -> tuple[object, ...] | None:
-    """What a fragment's relations depend on (Eqs. 7-8): not its line numbers."""
-    return None if f is None else (f.kind, f.position, f.nodes)
 
 
 def _definition_hashes(lines: dict[str, list[str]], pf: ParsedFile) -> dict[str, str]:
@@ -454,11 +434,11 @@ class RepoIndex:
         # A fragment that came back with the same nodes relates as before unless the graph
         # around it changed: after a one-line edit most of a file's fragments are such.
         changed = [f for k, f in old_fragments.items()
-                   if _relating(new_by_key.get(k)) != _relating(f)]
+                   if relating(new_by_key.get(k)) != relating(f)]
         changed += [f for k, f in new_by_key.items()
-                    if _relating(old_fragments.get(k)) != _relating(f)]
+                    if relating(old_fragments.get(k)) != relating(f)]
         # A large update recomputes every relation anyway.
-        everything = len(changed_paths) > _FULL_RECOMPUTE_SHARE * max(len(self.lines), 1)
+        everything = len(changed_paths) > FULL_RECOMPUTE_SHARE * max(len(self.lines), 1)
         report("graph", 0, 1)
         try:
             graph, touched = self._updated_graph(parsed, removed, changed_paths, everything)
@@ -478,8 +458,8 @@ class RepoIndex:
             for key in dropped:
                 related.pop(key, None)
             owed = Dirty(changed={f.key for f in changed},
-                         recompute=set(fragments) if everything else self._context_neighbours(
-                             fragments, changed),
+                         recompute=set(fragments) if everything else context_neighbours(
+                             fragments, changed, self.config),
                          # The strengths a leaf changes are those to the leaf itself: the
                          # rows of the changed fragments holding it carry them (phase 2).
                          nodes=set() if everything else touched - graph.last_leaf_only)
@@ -527,19 +507,6 @@ class RepoIndex:
         with self.lock:
             return self.graph, self.graph.update([pf for _, _, pf in parsed], removed)
 
-    def _context_neighbours(self, fragments: dict[str, Fragment],
-                            changed: list[Fragment]) -> set[str]:
-        """Windows whose Eq. 7 relations changed: a window appearing or vanishing changes
-        the context relation of the windows within reach of it in the same file."""
-        weight, cutoff = self.config.context_weight, self.config.relation_cutoff
-        reach = int(math.log(cutoff) / math.log(weight)) if 0 < weight < 1 else 0
-        moved = {(f.path, f.position) for f in changed if f.kind == WINDOW}
-        if not reach or not moved:
-            return set()
-        paths = {path for path, _ in moved}
-        return {k for k, f in fragments.items() if f.kind == WINDOW and f.path in paths
-                and any((f.path, f.position + d) in moved for d in range(-reach, reach + 1))}
-
     def finish_relations(self, progress: Progress | None = None,
                          cancelled: CancelCheck | None = None) -> int:
         """Phase 2: bring every related set up to date, commit, publish; returns how many
@@ -556,35 +523,16 @@ class RepoIndex:
             owed = self._dirty
             if not owed:
                 return 0
-            fragments, top_k = self.fragments, self.config.related_per_fragment
             related = dict(self.related)
-            full = (owed.recompute | owed.changed) & fragments.keys()
-            # Strengths from a node change only within the cutoff of a changed node.
-            near = self.graph.ball(owed.nodes, self.config.relation_cutoff) if owed.nodes else set()
-            if near:
-                full |= {k for k, f in fragments.items() if any(n in near for n, _ in f.nodes)}
-            patch: dict[str, list[tuple[str, float]]] = {}
-            if owed.changed and len(full) < len(fragments):
-                for key, row in related.items():
-                    if key not in full and any(k in owed.changed for k, _ in row):
-                        if len(row) >= top_k:
-                            full.add(key)  # a member left a full set: who moves up is unknown
-                        else:
-                            patch[key] = []
-            recomputed, changed_rows = self._recompute_relations(
-                fragments, related, full, owed.changed, report, cancelled)
-            for key, pairs in changed_rows.items():
-                for other, weight in pairs:
-                    if other not in full:
-                        patch.setdefault(other, []).append((key, weight))
-            for key, incoming in patch.items():
-                kept = [(k, w) for k, w in related.get(key, []) if k not in owed.changed]
-                # Same order as relation_rows: strongest first, ties by key (= corpus index).
-                related[key] = sorted(kept + incoming, key=lambda kw: (-kw[1], kw[0]))[:top_k]
+            full, patch = planned(owed, self.fragments, related, self.graph, self.config)
+            recomputed, changed_rows = recompute(self.graph, self.config, self.fragments, related, full,
+                                                 owed.changed, report, cancelled)
+            rewritten = recomputed | patched(related, patch, changed_rows, full, owed.changed,
+                                             self.config.related_per_fragment)
             try:
                 with self.store.transaction():
                     token = self.store.advance_generation(self._token)
-                    self.store.put_relations({k: related[k] for k in recomputed | patch.keys()}, ())
+                    self.store.put_relations({k: related[k] for k in rewritten}, ())
                     self.store.clear_dirty()
             except StaleIndex:
                 # Only without a working write lock: the work stays recorded in the store
@@ -596,45 +544,4 @@ class RepoIndex:
                 self._dirty = Dirty()
                 self._token = token
                 self.generation += 1
-            return len(recomputed | patch.keys())
-
-    def _recompute_relations(self, fragments: dict[str, Fragment],
-                             related: dict[str, list[tuple[str, float]]], keys: set[str],
-                             changed: set[str], report: Progress,
-                             cancelled: CancelCheck | None,
-                             ) -> tuple[set[str], dict[str, list[tuple[str, float]]]]:
-        """Recompute, in `related`, the related sets of the fragments `keys` names; also
-        returns every relation (not only the strongest) of those that are in `changed`."""
-        plans = []
-        for kind in (FUNCTION, WINDOW):
-            corpus = sorted((f for f in fragments.values() if f.kind == kind), key=lambda f: f.key)
-            rows = [i for i, f in enumerate(corpus) if f.key in keys]
-            plans.append((kind, corpus, rows))
-        region = None
-        if all(len(rows) <= _FULL_RECOMPUTE_SHARE * len(corpus) for _, corpus, rows in plans):
-            sources = {n for _, corpus, rows in plans for i in rows for n, _ in corpus[i].nodes}
-            region = self.graph.ball(sources, self.config.relation_cutoff)
-        table = StrengthTable(self.graph, self.config.relation_cutoff, region)
-        recomputed: set[str] = set()
-        changed_rows: dict[str, list[tuple[str, float]]] = {}
-        for kind, corpus, rows in plans:
-            if cancelled and cancelled():
-                raise Cancelled("relations cancelled; they are finished by the next update")
-            report(f"relations ({kind}s)", 0, len(rows))
-            done = 0
-            for batch, ranked in ranked_batches(table, corpus, rows, self.config.context_weight):
-                for i, pairs in split_rows(batch, ranked, self.config.related_per_fragment).items():
-                    related[corpus[i].key] = [(corpus[j].key, w) for j, w in pairs]
-                    recomputed.add(corpus[i].key)
-                wanted = [n for n, i in enumerate(batch) if corpus[i].key in changed]
-                if wanted and len(keys) < len(fragments):  # else nothing is patched
-                    chosen = np.isin(ranked[0], wanted)
-                    rows_chosen: Ranked = (ranked[0][chosen], ranked[1][chosen], ranked[2][chosen])
-                    for i, pairs in split_rows(batch, rows_chosen, None).items():
-                        if pairs:
-                            changed_rows[corpus[i].key] = [(corpus[j].key, w) for j, w in pairs]
-                done += len(batch)
-                report(f"relations ({kind}s)", done, len(rows))
-                if cancelled and cancelled() and done < len(rows):
-                    raise Cancelled("relations cancelled; they are finished by the next update")
-        return recomputed, changed_rows
+            return len(rewritten)

@@ -28,7 +28,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("parse", ("prism_code.parse",)),
     ("graph", ("prism_code.graph",)),
     ("store", ("prism_code.workspace", "prism_code.git_files", "prism_code.safe_read", "prism_code.fragments",
-               "prism_code.relations", "prism_code.store", "prism_code.index")),
+               "prism_code.relations", "prism_code.relation_update", "prism_code.store", "prism_code.index")),
     ("retrieval, llm", ("prism_code.retrieval", "prism_code.embeddings", "prism_code.llm")),
     ("memory", ("prism_code.memory",)),
     ("tasks", ("prism_code.tasks",)),
