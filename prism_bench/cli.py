@@ -64,6 +64,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="repoqa-multi languages to report too")
     p.add_argument("--views", nargs="*", help="views to score (default: all); choose from "
                    "'as written', 'code only', 'signature PMI', 'signature PMI, then 3 bodies'")
+    p.add_argument("--expand", action="store_true",
+                   help="also score the docstring splits on the sentence fused with the model's guess at its code, "
+                        "and choose the margin on those tuning rows")
     p.add_argument("--model", default="qwen2.5-coder-0.5b")
     p.add_argument("--threads", type=threads, default=2)
     p.add_argument("--write", type=non_empty_path, metavar="MARKDOWN", help="update this results file")
@@ -166,9 +169,10 @@ def run(args: argparse.Namespace) -> int:
         views = chosen_modes(args.views, dict.fromkeys(likelihood_tuning.VIEWS), list(likelihood_tuning.VIEWS))
         chart_path = args.write.parent / "images" / f"find-rerank-{args.model}.png" if args.write else None
         body = likelihood_tuning.run_cli(args.limit, args.repoqa_limit, args.langs, args.model, args.threads, views,
-                                         command, chart_path)
+                                         command, None if args.expand else chart_path, args.expand)
         # The signature view alone is its own section: the bodies' runs cost hours and stay.
-        section = (f"find-signature-pmi-{args.model}" if views == [likelihood_tuning.SIGNATURE_PMI]
+        section = (f"find-signature-pmi-expanded-{args.model}" if args.expand
+                   else f"find-signature-pmi-{args.model}" if views == [likelihood_tuning.SIGNATURE_PMI]
                    else f"find-staged-{args.model}-{args.repoqa_limit or 'all'}" if likelihood_tuning.STAGED in views
                    else f"find-likelihood-{args.model}")
     elif args.bench == "repoeval":

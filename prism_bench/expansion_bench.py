@@ -2,7 +2,7 @@
 fused with the local model's guess at the function's code (tasks/query_expansion.py).
 
 Both rankings come from find's own `FunctionSearch.search`; the guess is what `--strategy prism`
-writes first when `PrismSettings.expand_short_queries` is on (off by default, docs/decisions.md).
+writes first (`PrismSettings.expand_short_queries`, on by default; docs/decisions.md).
 Reported per split: the fusion's constant was chosen on the tuning split, so the test split is
 the figure.
 """

@@ -19,13 +19,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from prism_bench.bootstrap import paired_difference
 from prism_bench.repoqa_data import Haystack
 from prism_bench.repoqa_retrieval import haystack_search
 from prism_bench.repoqa_strategies import by_haystack, located, select_needles
 from prism_code.llm.runtime import LlamaSession
 from prism_code.retrieval.dense import Embedder
+from prism_code.retrieval.fusion import SHORT_QUERY_WORDS
 from prism_code.tasks.find_function import FoundFunction, FunctionSearch
 from prism_code.tasks.find_prism import shortlist
+from prism_code.tasks.query_expansion import hypothetical_function, language_name
 from prism_code.tasks.query_likelihood import (
     DEFAULT_LINES,
     DEFAULT_MARGIN,
@@ -44,6 +47,7 @@ STAGED = f"signature PMI, then {STAGED_BODIES} bodies"
 VIEWS = ("as written", "code only", SIGNATURE_PMI, STAGED)
 MARGIN_NEEDLES = slice(20, 40)  # the RepoQA Python needles the bodies' margin (0.1) was chosen on
 NOT_READ = -1e9  # the staged view's score for a body it did not read: never moved up
+WITH_GUESS = ", with the guess"  # the benchmark's name when its candidates came from the fused search
 MARGINS = (0.0, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 1.0, 1.5, 2.0)
 
 
@@ -95,6 +99,35 @@ class RowCache:
             f.write(json.dumps(entry) + "\n")
 
 
+class GuessCache:
+    """The model's guess at each sentence's code (greedy, so the same model writes the same guess),
+    one JSON line per (model, language, description), so a rerun rescores nothing it already has."""
+
+    def __init__(self, path: Path, model: str) -> None:
+        self.path, self.model = path, model
+        self._known: dict[tuple[str, str], str] = {}
+        if path.exists():
+            for line in path.read_text().splitlines():
+                try:
+                    entry = json.loads(line)
+                    if entry["model"] == model:
+                        self._known[(entry["language"], entry["description"])] = entry["guess"]
+                except (ValueError, KeyError):
+                    continue  # a line cut by an interrupted run
+
+    def guess(self, session: LlamaSession, description: str, language: str) -> str:
+        known = self._known.get((language, description))
+        if known is not None:
+            return known
+        guess, _ = hypothetical_function(session, description, language)
+        self._known[(language, description)] = guess
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a") as f:
+            f.write(json.dumps({"model": self.model, "language": language, "description": description,
+                                "guess": guess}) + "\n")
+        return guess
+
+
 def _score_view(session: LlamaSession, search: FunctionSearch, found: list[FoundFunction], description: str,
                 view: str, priors: SignaturePriors) -> tuple[list[float], int, list[int]]:
     """Scores per candidate, prompt tokens evaluated in all, and per candidate (bodies only)."""
@@ -129,7 +162,10 @@ def _staged_view(session: LlamaSession, search: FunctionSearch, found: list[Foun
 
 def collect(benchmark: str, haystacks: list[Haystack], cache_dir: Path, embedder: Embedder,
             session: LlamaSession, limit: int, views: Sequence[str], rows_cache: RowCache,
-            overlap: bool = False, candidates: int = 10) -> list[ScoredCandidates]:
+            overlap: bool = False, candidates: int = 10,
+            guesses: GuessCache | None = None) -> list[ScoredCandidates]:
+    """Every view's scores of retrieval's top candidates per needle; with `guesses`, a sentence's
+    candidates are `prism`'s when its expansion is on: the sentence fused with the model's guess."""
     chosen = select_needles(haystacks, limit)
     priors = SignaturePriors()
     out: list[ScoredCandidates] = []
@@ -139,6 +175,9 @@ def collect(benchmark: str, haystacks: list[Haystack], cache_dir: Path, embedder
                 if overlap:
                     needle = located(search.index, needle)
                 found = search.search(needle.description, top=candidates)
+                if guesses is not None and len(needle.description.split()) <= SHORT_QUERY_WORDS:
+                    guess = guesses.guess(session, needle.description, language_name([f.path for f in found]))
+                    found = search.search(needle.description, top=candidates, expansion=guess) if guess else found
                 target = next((i for i, f in enumerate(found)
                                if f.path == needle.path and f.start_line == needle.start_line), None)
                 row = ScoredCandidates(benchmark, f"{needle.repo}:{needle.name}", len(needle.description.split()),
@@ -227,6 +266,26 @@ def markdown(rows_by_benchmark: dict[str, list[ScoredCandidates]], tuned_on: str
     return "\n".join(lines)
 
 
+def expansion_markdown(rows_by_benchmark: dict[str, list[ScoredCandidates]], views: Sequence[str]) -> str:
+    """Per split, the rerank on the guessed candidates at the margin chosen on their tuning rows against
+    the rerank on retrieval's own candidates at its own margin (SIGNATURE_MARGIN)."""
+    view, margin = choose(rows_by_benchmark[f"docstrings tune{WITH_GUESS}"], views)
+    lines = ["", f"The signatures read from retrieval's list (margin {SIGNATURE_MARGIN:g}) against the guess first, "
+                 f"then the signatures of the fused list (margin {margin:g}), paired by query:", "",
+             "| split | queries | retrieval's list | with the guess | paired difference [95%] |",
+             "| --- | --- | --- | --- | --- |"]
+    for split in ("tune", "test"):
+        # Both lists come from the same needles in the same order (a name can repeat within a project).
+        pairs = list(zip(rows_by_benchmark[f"docstrings {split}"], rows_by_benchmark[f"docstrings {split}{WITH_GUESS}"],
+                         strict=True))
+        old = [float(first_is_right(before, SIGNATURE_PMI, SIGNATURE_MARGIN)) for before, _ in pairs]
+        new = [float(first_is_right(after, view, margin)) for _, after in pairs]
+        tag = " (margin chosen here)" if split == "tune" else ""
+        lines.append(f"| {split}{tag} | {len(pairs)} | {sum(old) / max(1, len(old)):.3f} | "
+                     f"{sum(new) / max(1, len(new)):.3f} | {paired_difference(new, old).signed()} |")
+    return "\n".join(lines)
+
+
 def staged_markdown(rows_by_benchmark: dict[str, list[ScoredCandidates]], command: str) -> str:
     """Long descriptions (RepoQA): retrieval, the signatures alone, every body, and the staged read,
     each at the margin find uses for it; none of these margins was chosen on these needles."""
@@ -268,7 +327,9 @@ def chart(rows_by_benchmark: dict[str, list[ScoredCandidates]], tuned_on: str, v
 
 
 def run_cli(limit: int, repoqa_limit: int, languages: Sequence[str], model: str, threads: int,
-            views: Sequence[str], command: str, chart_path: Path | None = None) -> str:
+            views: Sequence[str], command: str, chart_path: Path | None = None, expand: bool = False) -> str:
+    """The views' table (and chart); `expand` adds the docstring splits again with the model's guess
+    fused into the candidates, and the margin is then chosen on the tuning split's guessed rows."""
     from prism_bench import docstrings_data, repoqa_data
 
     embedder = Embedder()
@@ -279,6 +340,12 @@ def run_cli(limit: int, repoqa_limit: int, languages: Sequence[str], model: str,
         rows = {f"docstrings {split}": collect(f"docstrings {split}", docstrings_data.load_haystacks(split), cache,
                                               embedder, session, limit, views, rows_cache)
                 for split in ("tune", "test")}
+        if expand:
+            guesses = GuessCache(docstrings_data.default_cache_dir() / "guesses.jsonl", model)
+            for split in ("tune", "test"):
+                name = f"docstrings {split}{WITH_GUESS}"
+                rows[name] = collect(name, docstrings_data.load_haystacks(split), cache, embedder, session, limit,
+                                     views, rows_cache, guesses=guesses)
         repoqa_cache = repoqa_data.default_cache_dir() / "indexes"
         if repoqa_limit:
             haystacks = repoqa_data.load_haystacks()
@@ -297,8 +364,11 @@ def run_cli(limit: int, repoqa_limit: int, languages: Sequence[str], model: str,
         session.close()
     if STAGED in views:
         return staged_markdown(rows, command)
-    body = markdown(rows, "docstrings tune", views, command)
+    tuned_on = f"docstrings tune{WITH_GUESS}" if expand else "docstrings tune"
+    body = markdown(rows, tuned_on, views, command)
+    if expand and SIGNATURE_PMI in views:
+        body += "\n" + expansion_markdown(rows, views)
     if chart_path is not None:
-        png = chart(rows, "docstrings tune", views, chart_path)
+        png = chart(rows, tuned_on, views, chart_path)
         body += f"\n\n![find: the model's rerank](images/{png.name})"
     return body

@@ -132,6 +132,8 @@ def _find_with_model(args: argparse.Namespace, search: FunctionSearch, descripti
         options["candidates"] = args.candidates
     if args.strategy == "prism" and args.evidence:
         options["evidence"] = args.evidence
+    if args.strategy == "prism" and args.no_expand:
+        options["expand_short_queries"] = False
     session = open_backend(args.remote, args.model, args.threads)
     if args.strategy == "prism":
         options["state_cache"] = state_cache_for(session)
@@ -332,6 +334,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="prism, wim: how many of retrieval's top functions the model reads")
     p.add_argument("--evidence", choices=["likelihood", "fit"],
                    help="prism: what may move a candidate above retrieval's first (default likelihood)")
+    p.add_argument("--no-expand", action="store_true",
+                   help="prism: search a sentence as typed, without the model's guess at its code (~2 s less)")
     p.add_argument("--stream", action="store_true",
                    help="print each ranking as one JSON line as the model refines it; the last is the final one")
     remote_option(p)

@@ -132,9 +132,15 @@ def test_find_stream_prints_each_ranking_and_ends_with_the_plain_answer(tmp_path
     lines = stream_lines(run(*args, "--stream", cache=tmp_path / "cache"))
     plain = run(*args, "--json", cache=tmp_path / "cache")
     assert plain.returncode == 0, plain.stderr
-    # Retrieval's list first, one line per candidate the model scores, the final one last.
-    assert [(line["scored"], line["done"]) for line in lines] == [(0, False), (1, False), (2, False),
+    # Retrieval's list first, then retrieval's again with the model's guess at the sentence's code,
+    # one line per candidate the model scores, the final one last.
+    assert [(line["scored"], line["done"]) for line in lines] == [(0, False), (0, False), (1, False), (2, False),
                                                                   (3, False), (3, True)]
-    assert [line["progress"] for line in lines[:2]] == ["scored 0 of 3", "scored 1 of 3"]
-    assert lines[0]["evidence"] == ["retrieval"] * 3 and lines[-1]["evidence"] == ["model"] * 3
+    assert [line["progress"] for line in lines[:3]] == ["scored 0 of 3", "scored 0 of 3", "scored 1 of 3"]
+    assert lines[1]["evidence"] == ["retrieval"] * 3 and lines[-1]["evidence"] == ["model"] * 3
     assert lines[-1]["results"] == json.loads(plain.stdout)
+    # Without the guess, the sentence as typed: no second retrieval list.
+    unguessed = stream_lines(run(*args, "--no-expand", "--stream", cache=tmp_path / "cache"))
+    assert [(line["scored"], line["done"]) for line in unguessed] == [(0, False), (1, False), (2, False),
+                                                                      (3, False), (3, True)]
+    assert unguessed[0]["results"] == lines[0]["results"]

@@ -126,11 +126,14 @@ async def test_model_find_shows_retrieval_at_once_refines_it_and_stops_when_canc
         assert first["evidence"] == ["retrieval"] * 3
         assert [r["qualname"] for r in first["results"]] == [r["qualname"] for r in retrieval]
         assert first_at - asked < 0.3 * (answered - asked)
-        assert [p["scored"] for p in params[1:5]] == [1, 2, 3, 4]
-        assert params[1]["evidence"].count("model") == 1
-        # A sentence is read against the candidates' signatures.
-        assert "signature PMI" in next(r["reason"] for r, e in zip(params[1]["results"],
-                                                                   params[1]["evidence"]) if e == "model")
+        # A sentence is searched again with the model's guess at its code: a second retrieval list.
+        guessed = params[1]
+        assert guessed["scored"] == 0 and guessed["evidence"] == ["retrieval"] * 3
+        assert [p["scored"] for p in params[2:6]] == [1, 2, 3, 4]
+        assert params[2]["evidence"].count("model") == 1
+        # Then it is read against the candidates' signatures.
+        assert "signature PMI" in next(r["reason"] for r, e in zip(params[2]["results"],
+                                                                   params[2]["evidence"]) if e == "model")
         # The last update is the response, and the response is what the CLI answers.
         assert params[-1]["done"] is True and params[-1]["results"] == found
         assert [p["done"] for p in params[:-1]] == [False] * (len(params) - 1)

@@ -14,7 +14,9 @@ evidence says so. Two kinds of evidence (`PrismSettings.evidence`):
   pass reads the first few of that order (two per step) and its memory's `does` notes are
   the reasons shown. The 0.5B's memory fits are flat (nearly always 1) and, read as
   probabilities, follow the candidate's position in the chunk, not the candidate; the
-  likelihood does not.
+  likelihood does not. A sentence (<= 40 words) is first written out as code by the model
+  and searched again fused with that guess (query_expansion), and it is scored against each
+  candidate's signature (signature_pmi) instead of the bodies.
 - "fit": the pass reads all the candidates, then a final call over the memory names one
   entry under a grammar that only admits memory keys; it moves up only when the memory
   rates it a strong fit and better than retrieval's first (`promotable`).
@@ -57,7 +59,7 @@ from prism_code.tasks.query_likelihood import (
     rank_by_likelihood,
     rerank,
 )
-from prism_code.tasks.signature_pmi import SIGNATURE_MARGIN, signature_of, signature_scores
+from prism_code.tasks.signature_pmi import EXPANDED_SIGNATURE_MARGIN, SIGNATURE_MARGIN, signature_of, signature_scores
 
 log = logging.getLogger(__name__)
 
@@ -127,11 +129,13 @@ class PrismSettings:
     # A long description reads every signature first, then the bodies of retrieval's first and of
     # the others whose headers it raised most, this many bodies in all (0: every body, no signatures).
     long_query_bodies: int = LONG_QUERY_BODIES
-    # A sentence may first be written out as code by the model and searched with both
-    # (tasks/query_expansion.py), so the candidates the signatures are read from come from the
-    # fused list. Off: on the docstrings tuning split it tied the signatures alone (0.614 both)
-    # at ~2.4 s and ~124 more tokens a query, and the test split agreed (0.471 against 0.486).
-    expand_short_queries: bool = False
+    # A sentence is first written out as code by the model and searched with both
+    # (tasks/query_expansion.py); the signatures are then read from the fused list, whose first is
+    # right more often, so moving a candidate above it takes a larger margin. Both chosen on the
+    # docstrings tuning split (`prism-code bench likelihood --expand`): 0.629 against 0.600 for the
+    # signatures on retrieval's own list; test split 0.514 against 0.486.
+    expand_short_queries: bool = True
+    expanded_signature_margin: float = EXPANDED_SIGNATURE_MARGIN
 
 
 def candidate_text(index: RepoIndex, found: FoundFunction, key: str, view: View,
@@ -193,6 +197,11 @@ class _Query:
     accounting: Accounting = field(default_factory=Accounting)
     stats: dict[str, Any] = field(default_factory=dict)
     done_before: int = 0  # steps of earlier stages the later ones count on from (the expansion)
+    expanded: bool = False  # the candidates came from the sentence fused with the model's guess
+
+    @property
+    def signature_margin(self) -> float:
+        return self.settings.expanded_signature_margin if self.expanded else self.settings.signature_margin
 
     def emit(self, stage: Stage, message: str, done: int) -> None:
         if self.on_event is not None:
@@ -273,6 +282,7 @@ def _expanded(query: _Query, search: FunctionSearch, retrieved: list[FoundFuncti
     first = guess.splitlines()[0] if guess else "(nothing written)"
     query.emit("expansion", f"searched with the model's guess: {first[:80]}", 1)
     query.done_before = 1
+    query.expanded = bool(guess)
     return expanded
 
 
@@ -422,7 +432,7 @@ def _signature_pmis(query: _Query, index: RepoIndex, candidates: list[Candidate]
     """The description's PMI with the signatures of the first `n` candidates, each one's
     provisional ranking streamed as it is scored (margin: the signature rule's)."""
     scored = candidates[:n]
-    margin = query.settings.signature_margin
+    margin = query.signature_margin
     pmis: dict[int, float] = {}
     query.emit("likelihood", f"scoring the description against {len(scored)} candidate signatures", 0)
 
@@ -445,7 +455,7 @@ def _by_signature(query: _Query, index: RepoIndex, candidates: list[Candidate], 
     first `n` candidates, else None."""
     scored = candidates[:n]
     pmis = _signature_pmis(query, index, candidates, n)
-    best = rank_by_likelihood(pmis, query.settings.signature_margin)
+    best = rank_by_likelihood(pmis, query.signature_margin)
     chosen = None if best is None else scored[best].key
     query.stats["chosen_by"] = ("retrieval: no signature gained clearly more from the description" if chosen is None
                                 else "signature: the description raises this header's likelihood the most")
