@@ -33,10 +33,11 @@ def grouped_bars(path: Path, title: str, groups: Sequence[str], series: dict[str
         bars = ax.bar(xs, values, width, label=name)
         ax.bar_label(bars, labels=[f"{v:.2f}" for v in values], fontsize=7, padding=1)
     ax.set_xticks(range(len(groups)), groups, fontsize=8)
-    ax.set_ylim(0, 1.05)
+    # Four or more series take two legend rows, which need the headroom.
+    ax.set_ylim(0, 1.05 if len(series) <= 3 else 1.2)
     ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=8, frameon=False, ncol=len(series))
+    ax.legend(fontsize=8, frameon=False, ncol=len(series) if len(series) <= 3 else 2, loc="upper center")
     ax.spines[["top", "right"]].set_visible(False)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)

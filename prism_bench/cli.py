@@ -169,7 +169,7 @@ def run(args: argparse.Namespace) -> int:
         views = chosen_modes(args.views, dict.fromkeys(likelihood_tuning.VIEWS), list(likelihood_tuning.VIEWS))
         chart_path = args.write.parent / "images" / f"find-rerank-{args.model}.png" if args.write else None
         body = likelihood_tuning.run_cli(args.limit, args.repoqa_limit, args.langs, args.model, args.threads, views,
-                                         command, None if args.expand else chart_path, args.expand)
+                                         command, chart_path, args.expand)
         # The signature view alone is its own section: the bodies' runs cost hours and stay.
         section = (f"find-signature-pmi-expanded-{args.model}" if args.expand
                    else f"find-signature-pmi-{args.model}" if views == [likelihood_tuning.SIGNATURE_PMI]

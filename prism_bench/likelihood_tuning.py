@@ -326,6 +326,25 @@ def chart(rows_by_benchmark: dict[str, list[ScoredCandidates]], tuned_on: str, v
                         groups, series, "top-1")
 
 
+def expansion_chart(rows_by_benchmark: dict[str, list[ScoredCandidates]], model: str, path: Path) -> Path:
+    """Sentences' top-1 per docstrings split: retrieval, retrieval with the guess, the signatures read from
+    either list (retrieval's at SIGNATURE_MARGIN, the fused one at the margin chosen on its tuning rows)."""
+    from prism_bench.charts import grouped_bars
+
+    _, margin = choose(rows_by_benchmark[f"docstrings tune{WITH_GUESS}"], [SIGNATURE_PMI])
+    plain = [rows_by_benchmark[f"docstrings {split}"] for split in ("tune", "test")]
+    guessed = [rows_by_benchmark[f"docstrings {split}{WITH_GUESS}"] for split in ("tune", "test")]
+    series: dict[str, Sequence[float]] = {
+        "retrieval": [top1(rows, None) for rows in plain],
+        "retrieval + model's guess": [top1(rows, None) for rows in guessed],
+        f"signatures (margin {SIGNATURE_MARGIN:g})": [top1(rows, SIGNATURE_PMI, SIGNATURE_MARGIN) for rows in plain],
+        f"guess, then signatures (margin {margin:g})": [top1(rows, SIGNATURE_PMI, margin) for rows in guessed],
+    }
+    groups = [f"docstrings {split}{' (tuned on)' if split == 'tune' else ''}\n({len(rows)})"
+              for split, rows in zip(("tune", "test"), plain, strict=True)]
+    return grouped_bars(path, f"Find top-1 on one-sentence queries, {model}", groups, series, "top-1")
+
+
 def run_cli(limit: int, repoqa_limit: int, languages: Sequence[str], model: str, threads: int,
             views: Sequence[str], command: str, chart_path: Path | None = None, expand: bool = False) -> str:
     """The views' table (and chart); `expand` adds the docstring splits again with the model's guess
@@ -368,7 +387,10 @@ def run_cli(limit: int, repoqa_limit: int, languages: Sequence[str], model: str,
     body = markdown(rows, tuned_on, views, command)
     if expand and SIGNATURE_PMI in views:
         body += "\n" + expansion_markdown(rows, views)
-    if chart_path is not None:
+        if chart_path is not None:
+            png = expansion_chart(rows, model, chart_path.with_name(f"find-sentences-{model}.png"))
+            body += f"\n\n![find on sentences](images/{png.name})"
+    elif chart_path is not None:
         png = chart(rows, tuned_on, views, chart_path)
         body += f"\n\n![find: the model's rerank](images/{png.name})"
     return body

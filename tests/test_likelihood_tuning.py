@@ -7,10 +7,13 @@ from prism_bench.likelihood_tuning import (
     NOT_READ,
     SIGNATURE_PMI,
     STAGED,
+    WITH_GUESS,
     RowCache,
     ScoredCandidates,
     _staged_view,
     choose,
+    expansion_chart,
+    expansion_markdown,
     first_is_right,
     staged_markdown,
     top1,
@@ -63,3 +66,21 @@ def test_the_staged_view_reads_retrieval_first_and_the_best_headers_from_the_bod
     assert not first_is_right(scored, "as written", 0.1) and first_is_right(scored, STAGED, 0.1)
     report = staged_markdown({"RepoQA python": [scored]}, "prism-code bench likelihood ...")
     assert "| RepoQA python | 1 | 0.000 | 1.000 (1) | 0.000 (1) | 1.000 (1) | 1 / 0 |" in report
+
+
+def test_the_guessed_rows_choose_their_own_margin_and_are_paired_with_the_plain_ones_in_order(tmp_path: Path) -> None:
+    # The same needle name twice in a project (two `get`s): pairing must follow the order, not the name.
+    plain = {f"docstrings {split}": [row("requests:get", 1, [0.0, 0.4, 0.1]), row("requests:get", 0, [0.0, 0.1, 0.2])]
+             for split in ("tune", "test")}
+    # With the guess the first needle's function is first already; the second is moved down by the guess.
+    guessed = {f"docstrings {split}{WITH_GUESS}": [row("requests:get", 0, [0.0, 0.9, 0.1]),
+                                                   row("requests:get", 1, [0.0, 1.2, 0.2])]
+               for split in ("tune", "test")}
+    rows = plain | guessed
+    # On the guessed tuning rows only a margin of 0.9 or more keeps the first right; 1.0 makes the second right too.
+    assert choose(rows[f"docstrings tune{WITH_GUESS}"], [SIGNATURE_PMI]) == (SIGNATURE_PMI, 1.0)
+    table = expansion_markdown(rows, [SIGNATURE_PMI])
+    # Retrieval's list at the signatures' own margin (0.5): the first needle is left second, the second kept.
+    assert "| test | 2 | 0.500 | 1.000 | +0.500" in table
+    png = expansion_chart(rows, "qwen2.5-coder-0.5b", tmp_path / "sentences.png")
+    assert png.read_bytes().startswith(b"\x89PNG")
