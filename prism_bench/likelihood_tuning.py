@@ -101,7 +101,7 @@ class RowCache:
 
 class GuessCache:
     """The model's guess at each sentence's code (greedy, so the same model writes the same guess),
-    one JSON line per (model, language, description), so a rerun rescores nothing it already has."""
+    one JSON line per (model, language, description), so a rerun writes no guess twice."""
 
     def __init__(self, path: Path, model: str) -> None:
         self.path, self.model = path, model
