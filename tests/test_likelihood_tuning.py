@@ -12,7 +12,6 @@ from prism_bench.likelihood_tuning import (
     ScoredCandidates,
     _staged_view,
     choose,
-    expansion_chart,
     expansion_markdown,
     first_is_right,
     staged_markdown,
@@ -68,7 +67,7 @@ def test_the_staged_view_reads_retrieval_first_and_the_best_headers_from_the_bod
     assert "| RepoQA python | 1 | 0.000 | 1.000 (1) | 0.000 (1) | 1.000 (1) | 1 / 0 |" in report
 
 
-def test_the_guessed_rows_choose_their_own_margin_and_are_paired_with_the_plain_ones_in_order(tmp_path: Path) -> None:
+def test_the_guessed_rows_choose_their_own_margin_and_are_paired_with_the_plain_ones_in_order() -> None:
     # The same needle name twice in a project (two `get`s): pairing must follow the order, not the name.
     plain = {f"docstrings {split}": [row("requests:get", 1, [0.0, 0.4, 0.1]), row("requests:get", 0, [0.0, 0.1, 0.2])]
              for split in ("tune", "test")}
@@ -82,5 +81,3 @@ def test_the_guessed_rows_choose_their_own_margin_and_are_paired_with_the_plain_
     table = expansion_markdown(rows, [SIGNATURE_PMI])
     # Retrieval's list at the signatures' own margin (0.5): the first needle is left second, the second kept.
     assert "| test | 2 | 0.500 | 1.000 | +0.500" in table
-    png = expansion_chart(rows, "qwen2.5-coder-0.5b", tmp_path / "sentences.png")
-    assert png.read_bytes().startswith(b"\x89PNG")
