@@ -34,6 +34,7 @@ shape's precision counts prism's edges of that shape, its recall the reference's
 
 from __future__ import annotations
 
+import random
 import sys
 from collections import Counter
 from dataclasses import dataclass, field
@@ -63,6 +64,7 @@ LANGUAGE_NAMES = {"python": "Python", "typescript": "TypeScript"}
 class ProjectResult:
     project: CallgraphProject
     version: str
+    root: Path
     files: int
     lines: int
     reference: Reference
@@ -122,7 +124,7 @@ def site_shapes(root: Path, files: list[str]) -> tuple[dict[tuple[str, int, str]
 
 def merged_definitions(root: Path, files: list[str]) -> frozenset[DefKey]:
     """Definitions sharing their qualname with another in the same file, as prism parses them."""
-    merged = set()
+    merged: set[DefKey] = set()
     for path in files:
         parsed = parse_source(path, (root / path).read_bytes())
         if parsed is None:
@@ -148,7 +150,7 @@ def run_project(project: CallgraphProject, cache_dir: Path) -> ProjectResult:
     prism = index_and_read(root)
     _progress(f"{label}: prism ({prism.source}): {len(prism.edges)} edges, index {prism.index_seconds:.1f} s")
     shapes, lines = site_shapes(root, files)
-    return ProjectResult(project, version, len(files), lines, reference, prism, shapes,
+    return ProjectResult(project, version, root, len(files), lines, reference, prism, shapes,
                          merged_definitions(root, files))
 
 
@@ -253,6 +255,32 @@ def _notes(results: list[ProjectResult]) -> str:
         notes.append(f"{signatures:,} calls landed only on signatures without a body (interface or abstract "
                      "methods): no reference edge, though they may dispatch to an override.")
     return " ".join(notes)
+
+
+def _source_line(root: Path, key: DefKey | tuple[str, int]) -> str:
+    path, line = key
+    if line < 1:
+        return "(module)"
+    lines = (root / path).read_text(encoding="utf-8", errors="replace").split("\n")
+    return lines[line - 1].strip()[:100] if line <= len(lines) else ""
+
+
+def examples(result: CallgraphResult, per_shape: int, seed: int = 0) -> str:
+    """A few of prism's wrong and missed edges per shape and project, with their source lines."""
+    rng = random.Random(seed)
+    out = []
+    for r in result.projects:
+        prism, reference = set(r.prism.edges), set(r.reference.edges)
+        for title, edges in (("prism only", prism - reference), ("reference only", reference - prism)):
+            for shape in (*SHAPES, UNKNOWN_SHAPE):
+                chosen = sorted(e for e in edges if r.shape_of(e) == shape)
+                if not chosen:
+                    continue
+                out.append(f"{r.project.name}, {title}, {shape}: {len(chosen)}")
+                for e in sorted(rng.sample(chosen, min(per_shape, len(chosen)))):
+                    out.append(f"  {e.caller[0]}:{e.line}  {_source_line(r.root, (e.caller[0], e.line))}")
+                    out.append(f"    -> {e.callee[0]}:{e.callee[1]}  {_source_line(r.root, e.callee)}")
+    return "\n".join(out)
 
 
 def section_name(which: str, language: str, limit_projects: int | None) -> str:

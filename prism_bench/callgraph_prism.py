@@ -67,7 +67,8 @@ def _call_links_triples(graph: CodeGraph) -> Iterable[tuple[str, str, int]]:
             lines_by_owner[path] = by_owner
         return lines_by_owner[path]
 
-    for callee, attrs in list(graph.g.nodes(data=True)):
+    for callee in list(graph.g.nodes):
+        attrs = graph.g.nodes[callee]
         if attrs.get("kind") not in CALLEE_KINDS:
             continue
         callers, _ = call_links(graph, callee)

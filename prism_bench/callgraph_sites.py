@@ -123,7 +123,7 @@ def project_modules(files: list[str]) -> frozenset[str]:
 
 def _python_module_names(root: Node, source: bytes, path: str, modules: frozenset[str]) -> frozenset[str]:
     """Names an import in this file binds to a module (see the module docstring)."""
-    bound = set()
+    bound: set[str] = set()
     package = list(PurePosixPath(path).parts[:-1])
     for node, _ in _walk(root):
         if node.type == "import_statement":
@@ -202,7 +202,7 @@ def python_sites(path: str, source: bytes, modules: frozenset[str]) -> list[Site
 
 
 def _ts_module_names(root: Node, source: bytes) -> frozenset[str]:
-    bound = set()
+    bound: set[str] = set()
     for node, _ in _walk(root):
         if node.type == "namespace_import":
             bound.update(_text(c, source) for c in node.named_children if c.type == "identifier")

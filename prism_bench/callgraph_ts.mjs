@@ -20,7 +20,9 @@
 
 import fs from "node:fs";
 import path from "node:path";
+import process from "node:process";
 import { createRequire } from "node:module";
+import { performance } from "node:perf_hooks";
 
 const [typescriptDir, projectRoot] = process.argv.slice(2);
 if (!typescriptDir || !projectRoot) {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -122,6 +123,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="heldout: tomlkit, wtforms and marshmallow (Python), which no choice was made on")
     p.add_argument("--limit-projects", type=bounded_int(1), metavar="N",
                    help="only the first N projects of each language")
+    p.add_argument("--examples", type=bounded_int(0), default=0, metavar="N",
+                   help="also print N of prism's wrong and missed edges per shape and project (stderr)")
     p.add_argument("--cache-dir", type=non_empty_path, help="where projects and their reference edges are cached")
     p.add_argument("--write", type=non_empty_path, metavar="MARKDOWN", help="update this results file")
     p = sub.add_parser("index", help="indexing speed on a repository")
@@ -235,6 +238,8 @@ def run(args: argparse.Namespace) -> int:
         from prism_bench import callgraph
 
         graph_result = callgraph.run(args.projects, args.lang, args.limit_projects, args.cache_dir)
+        if args.examples:
+            print(callgraph.examples(graph_result, args.examples), file=sys.stderr)
         body = callgraph.markdown(graph_result, command)
         section = callgraph.section_name(args.projects, args.lang, args.limit_projects)
     elif args.bench == "find-server":

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from prism_bench.callgraph import CallgraphResult, ProjectResult, markdown, site_shapes
+from prism_bench.callgraph import CallgraphResult, ProjectResult, examples, markdown, site_shapes
 from prism_bench.callgraph_data import CallgraphProject
 from prism_bench.callgraph_prism import index_and_read
 from prism_bench.callgraph_reference import (
@@ -194,10 +194,14 @@ def test_markdown_reports_a_project_by_shape():
     reference = python_reference(PY_ROOT, PY_FILES)
     prism = index_and_read(PY_ROOT)
     shapes, lines = site_shapes(PY_ROOT, PY_FILES)
-    result = ProjectResult(CallgraphProject("fixture", "python", "0", "fixture"), "0", 2, lines, reference,
-                           prism, shapes)
+    result = ProjectResult(CallgraphProject("fixture", "python", "0", "fixture"), "0", PY_ROOT, 2, lines,
+                           reference, prism, shapes)
     assert all(result.shape_of(e) != "unknown" for e in [*reference.edges, *prism.edges])
     text = markdown(CallgraphResult([result], []), "prism-code bench callgraph")
     assert "| fixture 0 | 2 |" in text
     assert "By call shape, Python:" in text
     assert "| `super().m()` / `super.m()` |" in text
+    # Jedi's second reading of `best.area()` is one prism lacks; the listing shows its source line.
+    listing = examples(CallgraphResult([result], []), per_shape=5)
+    assert "fixture, reference only, receiver:" in listing
+    assert "draw.py:12  return geometry.square(best.area())" in listing
