@@ -1,8 +1,9 @@
-"""`prism-code bench repoqa|docstrings|index`: run a benchmark, print it, optionally write docs."""
+"""`prism-code bench repoqa|docstrings|callgraph|index|...`: run a benchmark, print it, optionally write docs."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -115,6 +116,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--repo", default="psf/black", help="the RepoQA Python haystack (owner/name)")
     p.add_argument("--threads", type=threads, default=2)
     p.add_argument("--write", type=non_empty_path, metavar="MARKDOWN", help="update this results file")
+    p = sub.add_parser("callgraph", help="the code graph's call edges against jedi's and the TypeScript "
+                                         "language service's (6 PyPI projects, 2 RepoQA haystacks)")
+    p.add_argument("--lang", choices=["python", "typescript", "all"], default="all")
+    p.add_argument("--projects", choices=["main", "heldout"], default="main",
+                   help="heldout: tomlkit, wtforms and marshmallow (Python), which no choice was made on")
+    p.add_argument("--limit-projects", type=bounded_int(1), metavar="N",
+                   help="only the first N projects of each language")
+    p.add_argument("--examples", type=bounded_int(0), default=0, metavar="N",
+                   help="also print N of prism's wrong and missed edges per shape and project (stderr)")
+    p.add_argument("--cache-dir", type=non_empty_path, help="where projects and their reference edges are cached")
+    p.add_argument("--write", type=non_empty_path, metavar="MARKDOWN", help="update this results file")
     p = sub.add_parser("index", help="indexing speed on a repository")
     p.add_argument("path", type=non_empty_path, nargs="?",
                    help="repository to index (default: torch-geometric 2.5.1 from PyPI, ~93k lines)")
@@ -125,7 +137,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     command = command_line()
-    if args.write:
+    if args.write and args.bench != "callgraph":  # callgraph draws no chart
         from prism_bench.charts import require_matplotlib
 
         require_matplotlib()  # a benchmark can run for an hour; its chart must not fail at the end
@@ -222,6 +234,14 @@ def run(args: argparse.Namespace) -> int:
                                      notes_file=args.notes_file)
         body = server_latency.markdown(latency, command)
         section = "server-latency"
+    elif args.bench == "callgraph":
+        from prism_bench import callgraph
+
+        graph_result = callgraph.run(args.projects, args.lang, args.limit_projects, args.cache_dir)
+        if args.examples:
+            print(callgraph.examples(graph_result, args.examples), file=sys.stderr)
+        body = callgraph.markdown(graph_result, command)
+        section = callgraph.section_name(args.projects, args.lang, args.limit_projects)
     elif args.bench == "find-server":
         from prism_bench import find_server
 
