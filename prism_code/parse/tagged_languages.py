@@ -1,0 +1,38 @@
+"""The languages whose definitions, calls and imports are a query file (`queries/<language>.scm`,
+read by `tagged.py`), and the few facts about each that a query cannot say."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class TaggedRules:
+    # What starts a line comment, for the doc comment above a definition; "//" admits `/* */` too.
+    line_comment: bytes
+    # Top-level nodes that neither start nor interrupt a block of top-level statements.
+    comments: frozenset[str] = frozenset({"comment"})
+    # Top-level nodes whose `body` (a `declaration_list`) holds top-level statements (C# namespaces).
+    body_containers: frozenset[str] = frozenset()
+    # Top-level nodes whose own children are the top-level statements (Haskell's `declarations`).
+    inline_containers: frozenset[str] = frozenset()
+    # Consecutive definitions of one name are one (clauses.py): Haskell equations, Elixir heads.
+    merge_clauses: bool = False
+    # Nodes around a definition that its doc comment sits above (Lua's `local` declaration).
+    doc_wrappers: frozenset[str] = frozenset()
+
+
+TAGGED_RULES: dict[str, TaggedRules] = {
+    "bash": TaggedRules(b"#"),
+    "csharp": TaggedRules(b"//", body_containers=frozenset({"namespace_declaration"})),
+    "elixir": TaggedRules(b"#", merge_clauses=True),
+    "haskell": TaggedRules(b"--", comments=frozenset({"comment", "haddock", "pragma"}),
+                           inline_containers=frozenset({"declarations", "imports"}), merge_clauses=True),
+    "kotlin": TaggedRules(b"//", comments=frozenset({"line_comment", "block_comment"})),
+    "lua": TaggedRules(b"--", doc_wrappers=frozenset({"variable_declaration"})),
+    "php": TaggedRules(b"//"),
+    "ruby": TaggedRules(b"#"),
+    "scala": TaggedRules(b"//", comments=frozenset({"comment", "block_comment"})),
+    "swift": TaggedRules(b"//", comments=frozenset({"comment", "multiline_comment"})),
+    "zig": TaggedRules(b"//"),
+}
