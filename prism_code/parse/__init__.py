@@ -5,6 +5,7 @@ from __future__ import annotations
 from prism_code.parse.extract import extract
 from prism_code.parse.languages import LANGUAGES, language_for_path, language_for_source, parser
 from prism_code.parse.model import CallSite, Definition, Import, ParsedFile
+from prism_code.parse.tagged_languages import source_to_parse
 
 # Bumped whenever the same source would now be extracted differently (a grammar choice, a
 # new kind of definition): an index whose files were parsed by another version parses them
@@ -32,5 +33,6 @@ def parse_source(path: str, source: bytes, language: str | None = None) -> Parse
     language = language or language_for_source(path, source)
     if language not in LANGUAGES:
         return None
+    source = source_to_parse(language, source)
     tree = parser(language).parse(source)
     return extract(path, language, source, tree)

@@ -16,9 +16,10 @@
 ((anonymous_initializer (block) @body) @definition.constructor
   (#set! name.fixed "init"))
 
-; `val handler = fun(x: Int) {...}` / `= { x -> ... }`
+; `val handler = fun(x: Int) {...}` / `= { x -> ... }`, and a value a call builds from a trailing
+; lambda: ktor's `val HttpTimeout = createClientPlugin("HttpTimeout", ::Config) { ... }`.
 (property_declaration (variable_declaration (identifier) @name)
-  [(anonymous_function) (lambda_literal)]) @definition.function
+  [(anonymous_function) (lambda_literal) (call_expression (annotated_lambda))]) @definition.function
 
 (call_expression . (_) @callee)
 (constructor_invocation (user_type) @callee)

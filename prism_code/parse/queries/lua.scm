@@ -16,6 +16,15 @@
   (variable_list . name: (identifier) @name)
   (expression_list . value: (function_definition body: (_)? @body))) @definition.function
 
+; `layouts.horizontal = make_layout("horizontal", opts, function(self) ... end)`: a function built
+; by a call is named by what it is assigned to.
+(assignment_statement
+  (variable_list . name: (dot_index_expression table: (_) @qualifier field: (identifier) @name))
+  (expression_list . value: (function_call arguments: (arguments (function_definition))))) @definition.function
+(assignment_statement
+  (variable_list . name: (identifier) @name)
+  (expression_list . value: (function_call arguments: (arguments (function_definition))))) @definition.function
+
 ; `local actions = { select = function() end, ... }`: a table of functions is a class-kind unit.
 ; (`local x = ...` is a variable_declaration around the assignment: a doc wrapper, tagged_languages.py.)
 (assignment_statement
