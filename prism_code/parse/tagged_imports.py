@@ -211,7 +211,7 @@ def bash_source(node: Node, captures: Captures, settings: Settings, source: byte
     written = _text(source, modules[0])
     path = _LEADING_EXPANSION.sub("./", unquote(written))
     path = unquote(path) if path.startswith(("'", '"')) else path
-    if not path or "$" in path or "`" in path or path.startswith("/"):
+    if not path or any(mark in path for mark in "$`{}<>(~") or path.startswith("/"):
         return []
     if not path.startswith("."):
         path = "./" + path

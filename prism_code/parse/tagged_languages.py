@@ -42,7 +42,7 @@ TAGGED_RULES: dict[str, TaggedRules] = {
                            inline_containers=frozenset({"declarations", "imports"}), merge_clauses=True),
     "kotlin": TaggedRules(b"//", comments=frozenset({"line_comment", "block_comment"})),
     "lua": TaggedRules(b"--", doc_wrappers=frozenset({"variable_declaration"})),
-    "php": TaggedRules(b"//"),
+    "php": TaggedRules(b"//", doc_wrappers=frozenset({"expression_statement"})),
     "ruby": TaggedRules(b"#"),
     "scala": TaggedRules(b"//", comments=frozenset({"comment", "block_comment"})),
     "swift": TaggedRules(b"//", comments=frozenset({"comment", "multiline_comment"})),

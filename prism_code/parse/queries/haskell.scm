@@ -26,4 +26,5 @@
 (infix left_operand: [(variable) (qualified)] @callee operator: (operator) @_op (#any-of? @_op "$" "<$>" "." "=<<"))
 (infix operator: (operator) @_op right_operand: [(variable) (qualified)] @callee (#any-of? @_op "&" "<&>" "." ">>="))
 
-(import module: (module) @import.module alias: (module)? @import.alias) @import
+(import module: (module) @import.module alias: (module)? @import.alias
+  names: (import_list (import_name)* @import.name)?) @import

@@ -27,9 +27,12 @@
 
 ; `local actions = { select = function() end, ... }`: a table of functions is a class-kind unit.
 ; (`local x = ...` is a variable_declaration around the assignment: a doc wrapper, tagged_languages.py.)
-(assignment_statement
-  (variable_list . name: [(identifier) (dot_index_expression)] @name)
-  (expression_list . value: (table_constructor (field value: (function_definition))))) @definition.class
+; (Whether a field holds a function is a check in code: as a pattern it is slow on nested tables.)
+((assignment_statement
+   (variable_list . name: [(identifier) (dot_index_expression)] @name)
+   (expression_list . value: (table_constructor) @body)) @definition.class
+  (#set! definition.check "lua_function_table")
+  (#set! name.split "."))
 (field name: (identifier) @name value: (function_definition body: (_)? @body)) @definition.function
 
 (function_call name: (_) @callee)

@@ -8,10 +8,10 @@
 (function_definition name: (_) @name body: (_)? @body) @definition.function
 (method_declaration name: (_) @name body: (_)? @body) @definition.method
 
-; `$handler = function (...) {...};` / `= fn (...) => ...;` at any level
-(expression_statement
-  (assignment_expression left: (variable_name (name) @name)
-    right: [(anonymous_function body: (_) @body) (arrow_function body: (_) @body)])) @definition.function
+; `$handler = function (...) {...};` / `= fn (...) => ...;` at any level (the closure is looked
+; for among the children in code: a pattern naming it is slow on nested closures, tagged.py).
+((assignment_expression . left: (variable_name (name) @name)) @definition.function
+  (#set! definition.child "anonymous_function arrow_function"))
 
 (function_call_expression function: (_) @callee)
 (member_call_expression) @callee
