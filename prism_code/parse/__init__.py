@@ -10,8 +10,9 @@ from prism_code.parse.tagged_languages import source_to_parse
 # Bumped whenever the same source would now be extracted differently (a grammar choice, a
 # new kind of definition): an index whose files were parsed by another version parses them
 # all again on its next update, keeping its notes, instead of serving the old parses of
-# unchanged files. 2: C++ `.h` headers, Java methods without a body.
-PARSER_VERSION = 2
+# unchanged files. 2: C++ `.h` headers, Java methods without a body. 3: Bash, C#, Elixir,
+# Haskell, Kotlin, Lua, PHP, Ruby, Scala, Swift and Zig files (queries/*.scm).
+PARSER_VERSION = 3
 
 __all__ = [
     "LANGUAGES",

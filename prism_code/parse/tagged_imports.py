@@ -202,14 +202,21 @@ def elixir_alias(node: Node, captures: Captures, settings: Settings, source: byt
 _LEADING_EXPANSION = re.compile(r'^(?:\$\{[^}]*\}|\$\([^)]*\)|\$\w+|"\$\{[^}]*\}"|"\$\([^)]*\)")+/')
 
 
+# The user's home, like `~`: never the workspace.
+_HOME = ("$HOME", "${HOME}", '"$HOME"', '"${HOME}"')
+
+
 def bash_source(node: Node, captures: Captures, settings: Settings, source: bytes) -> list[Import]:
     """`source lib.sh`, `. ./lib.sh`, `source "$DIR/lib.sh"`: a path relative to the script
-    ("./lib.sh"); a path that still expands a variable is not read."""
+    ("./lib.sh"; a leading variable is taken for the script's or the project's folder); a path
+    in the user's home or one that still expands a variable is not read."""
     modules = captures.get("import.module")
     if not modules:
         return []
-    written = _text(source, modules[0])
-    path = _LEADING_EXPANSION.sub("./", unquote(written))
+    written = unquote(_text(source, modules[0]))
+    if written.startswith(_HOME):
+        return []
+    path = _LEADING_EXPANSION.sub("./", written)
     path = unquote(path) if path.startswith(("'", '"')) else path
     if not path or any(mark in path for mark in "$`{}<>(~") or path.startswith("/"):
         return []
