@@ -95,7 +95,7 @@ def _cases(language: str) -> dict[str, tuple[str, bytes]]:
         "long_line": (name, b"x = " + b"a" * (20 << 20) + b"\n"),
         "binary": (name, bytes(range(256)) * 4096 + b"\x00" * 4096),
         "invalid_utf8": (name, _INVALID_UTF8[language]),
-        "syntax_errors": (name, fixture[:middle] + b"\n)))] }}} end end ]] @@ <?php ?> \\\n" + fixture[middle:]),
+        "syntax_errors": (name, fixture[:middle] + b"\n)))] }}} end end ]] @@ \\\n" + fixture[middle:]),
         "intact": (name, fixture),
     }
 

@@ -163,6 +163,26 @@ def test_kotlin() -> None:
                                ("kotlinx.coroutines.launch", 5, (), "go")]
 
 
+def test_kotlin_definitions_after_what_the_grammar_cannot_read_are_read_again() -> None:
+    # tree-sitter-kotlin turns the rest of the file into one ERROR node after an annotated
+    # constructor on its own line (kotlinx-coroutines' Channel.kt); salvage.py reads it again.
+    source = (b"class Before {\n    fun a() = 1\n}\n\npublic value class Result<out T>\n"
+              b"@PublishedApi internal constructor(val holder: Any?) {\n"
+              b"    public val isSuccess: Boolean get() = holder !is Failed\n\n"
+              b"    public fun getOrNull(): T? = null\n\n"
+              b"    override fun toString(): String = \"Result\"\n}\n\n"
+              b"public fun <T> Result<T>.getOrElse(onFailure: () -> T): T = onFailure()\n\n"
+              b"public fun after(): Int = 2\n")
+    parsed = parse_source("Result.kt", source)
+    assert parsed is not None and parsed.has_errors
+    assert outline(parsed) == [
+        ("Before", "class", 1, 3), ("Before.a", "method", 2, 2), ("Result", "class", 5, 5),
+        ("getOrNull", "function", 9, 9), ("toString", "function", 11, 11),  # their class header was lost
+        ("Result.getOrElse", "method", 14, 14), ("after", "function", 16, 16),
+    ]
+    assert ("onFailure", None, 14, "Result.getOrElse") in calls(parsed)
+
+
 def test_lua() -> None:
     parsed = parse_fixture("lua", "shop/cart.lua")
     assert outline(parsed) == [
@@ -316,7 +336,8 @@ def resolutions(language: str) -> dict[tuple[str, str], list[str]]:
              ("src/Shop/Cart.php", "App\\Util\\helper"): [],
              ("src/Shop/Cart.php", "./bootstrap.php"): ["src/Shop/bootstrap.php"]}),
     ("ruby", {("lib/shop.rb", "shop/cart"): ["lib/shop/cart.rb"], ("lib/shop.rb", "json"): [],
-              ("lib/shop/cart.rb", "json"): [], ("lib/shop/cart.rb", "./helpers/format"): ["lib/shop/helpers/format.rb"]}),
+              ("lib/shop/cart.rb", "json"): [],
+              ("lib/shop/cart.rb", "./helpers/format"): ["lib/shop/helpers/format.rb"]}),
     ("scala", {("src/com/example/shop/Cart.scala", "com.example.util.Format"): ["src/com/example/util/Format.scala"],
                ("src/com/example/shop/Cart.scala", "cats.syntax.all.*"): [],
                ("src/com/example/shop/Cart.scala", "org.http4s"): []}),

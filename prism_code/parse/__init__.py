@@ -5,7 +5,8 @@ from __future__ import annotations
 from prism_code.parse.extract import extract
 from prism_code.parse.languages import LANGUAGES, language_for_path, language_for_source, parser
 from prism_code.parse.model import CallSite, Definition, Import, ParsedFile
-from prism_code.parse.tagged_languages import source_to_parse
+from prism_code.parse.salvage import salvage
+from prism_code.parse.tagged_languages import TAGGED_RULES, source_to_parse
 
 # Bumped whenever the same source would now be extracted differently (a grammar choice, a
 # new kind of definition): an index whose files were parsed by another version parses them
@@ -36,4 +37,8 @@ def parse_source(path: str, source: bytes, language: str | None = None) -> Parse
         return None
     source = source_to_parse(language, source)
     tree = parser(language).parse(source)
-    return extract(path, language, source, tree)
+    parsed = extract(path, language, source, tree)
+    rules = TAGGED_RULES.get(language)
+    if rules is not None and rules.salvage and tree.root_node.has_error:
+        parsed = salvage(path, language, source, tree, parsed)
+    return parsed

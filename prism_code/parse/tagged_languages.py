@@ -31,6 +31,8 @@ class TaggedRules:
     doc_wrappers: frozenset[str] = frozenset()
     # Lines replaced by spaces before parsing (offsets and line numbers stay those of the file).
     blanked_lines: re.Pattern[bytes] | None = None
+    # The grammar may lose the rest of a file to one ERROR node: read it again (salvage.py).
+    salvage: bool = False
 
 
 TAGGED_RULES: dict[str, TaggedRules] = {
@@ -40,7 +42,7 @@ TAGGED_RULES: dict[str, TaggedRules] = {
     "elixir": TaggedRules(b"#", merge_clauses=True),
     "haskell": TaggedRules(b"--", comments=frozenset({"comment", "haddock", "pragma"}),
                            inline_containers=frozenset({"declarations", "imports"}), merge_clauses=True),
-    "kotlin": TaggedRules(b"//", comments=frozenset({"line_comment", "block_comment"})),
+    "kotlin": TaggedRules(b"//", comments=frozenset({"line_comment", "block_comment"}), salvage=True),
     "lua": TaggedRules(b"--", doc_wrappers=frozenset({"variable_declaration"})),
     "php": TaggedRules(b"//", doc_wrappers=frozenset({"expression_statement"})),
     "ruby": TaggedRules(b"#"),
