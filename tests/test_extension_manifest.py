@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 
 from prism_code.lsp.settings import FIND_STRATEGIES, KEYS, Settings, parse_settings
+from prism_code.parse import LANGUAGES
 from prism_code.tasks.model_policy import CHOICES
 
 REPO = Path(__file__).resolve().parents[1]
@@ -80,3 +81,17 @@ def test_extension_asks_the_server_by_its_command_ids():
               if name.isupper() and isinstance(value, str) and value.startswith("prism.")}
     source = (REPO / "extension" / "src" / "protocol.ts").read_text()
     assert set(re.findall(r"= '(prism\.\w+)';", source)) == server
+
+
+# prism_code's language names -> VS Code's language identifiers, where they differ.
+_VSCODE_LANGUAGE_IDS = {"tsx": ["typescriptreact"], "javascript": ["javascript", "javascriptreact"],
+                        "bash": ["shellscript"]}
+
+
+def test_the_extension_sends_the_server_every_language_it_parses():
+    source = (REPO / "extension" / "src" / "server.ts").read_text()
+    listed = re.search(r"const LANGUAGES = \[([^\]]*)\]", source)
+    assert listed is not None
+    sent = set(re.findall(r"'([\w-]+)'", listed.group(1)))
+    wanted = {vscode_id for language in LANGUAGES for vscode_id in _VSCODE_LANGUAGE_IDS.get(language, [language])}
+    assert sent == wanted

@@ -16,7 +16,8 @@ import { SECTION, serverSettings } from './settings';
 
 // The languages the server parses (prism_code/parse/languages.py), as VS Code names them.
 const LANGUAGES = ['python', 'javascript', 'javascriptreact', 'typescript', 'typescriptreact',
-  'java', 'go', 'rust', 'c', 'cpp'];
+  'java', 'go', 'rust', 'c', 'cpp', 'shellscript', 'csharp', 'elixir', 'haskell', 'kotlin', 'lua', 'php',
+  'ruby', 'scala', 'swift', 'zig'];
 const STOP_TIMEOUT_MS = 5_000;
 
 export type IndexProgress = { token: string } & (WorkDoneProgressBegin | WorkDoneProgressReport | WorkDoneProgressEnd);

@@ -5,12 +5,15 @@ from __future__ import annotations
 from prism_code.parse.extract import extract
 from prism_code.parse.languages import LANGUAGES, language_for_path, language_for_source, parser
 from prism_code.parse.model import CallSite, Definition, Import, ParsedFile
+from prism_code.parse.salvage import salvage
+from prism_code.parse.tagged_languages import TAGGED_RULES, source_to_parse
 
 # Bumped whenever the same source would now be extracted differently (a grammar choice, a
 # new kind of definition): an index whose files were parsed by another version parses them
 # all again on its next update, keeping its notes, instead of serving the old parses of
-# unchanged files. 2: C++ `.h` headers, Java methods without a body.
-PARSER_VERSION = 2
+# unchanged files. 2: C++ `.h` headers, Java methods without a body. 3: Bash, C#, Elixir,
+# Haskell, Kotlin, Lua, PHP, Ruby, Scala, Swift and Zig files (queries/*.scm).
+PARSER_VERSION = 3
 
 __all__ = [
     "LANGUAGES",
@@ -32,5 +35,10 @@ def parse_source(path: str, source: bytes, language: str | None = None) -> Parse
     language = language or language_for_source(path, source)
     if language not in LANGUAGES:
         return None
+    source = source_to_parse(language, source)
     tree = parser(language).parse(source)
-    return extract(path, language, source, tree)
+    parsed = extract(path, language, source, tree)
+    rules = TAGGED_RULES.get(language)
+    if rules is not None and rules.salvage and tree.root_node.has_error:
+        parsed = salvage(path, language, source, tree, parsed)
+    return parsed

@@ -18,11 +18,19 @@ _NAME_TYPES = frozenset(
         "type_identifier",
         "destructor_name",
         "operator_name",
+        # Bash, Ruby, Haskell, Kotlin/Swift, PHP (prism_code/parse/queries/*.scm)
+        "word",
+        "constant",
+        "variable",
+        "constructor",
+        "simple_identifier",
+        "name",
     }
 )
 
-# Node type -> field leading toward the called name (member accesses, qualified and generic names).
-_STEPS = {
+# Node type -> field leading toward the called name (member accesses, qualified and generic names);
+# None where the grammar has no field for it (_UNFIELDED_STEPS says which child then).
+_STEPS: dict[str, str | None] = {
     "attribute": "attribute",
     "member_expression": "property",
     "selector_expression": "field",
@@ -34,12 +42,34 @@ _STEPS = {
     "generic_function": "function",
     "template_function": "name",
     "generic_type": "type",
+    # The grammars of prism_code/parse/queries/*.scm
+    "call": "method",  # Ruby `recv.m(...)`
+    "member_access_expression": "name",  # C#
+    "member_binding_expression": "name",  # C# `a?.B`
+    "dot": "right",  # Elixir `Mod.f`
+    "qualified": "id",  # Haskell `M.f`
+    "dot_index_expression": "field",  # Lua `t.f`
+    "method_index_expression": "method",  # Lua `t:m`
+    "member_call_expression": "name",  # PHP `$o->m()`
+    "nullsafe_member_call_expression": "name",  # PHP `$o?->m()`
+    "scoped_call_expression": "name",  # PHP `A::m()`
+    "navigation_expression": "suffix",  # Swift `a.b` (Kotlin's has no fields)
+    "navigation_suffix": "suffix",
+    "qualified_name": "name",  # C# `A.B`, PHP `\A\f` (no field: see below)
+    "generic_name": None,  # C# `F<T>`
+    "conditional_access_expression": None,  # C# `a?.B`
+    "command_name": None,  # Bash
+    "user_type": None,  # Kotlin `Base()` in a class header, Swift `Foo<T>()`
 }
 
-# Fallback when a grammar gives the step no field (Java generic and scoped types).
-_UNFIELDED_STEPS = {"generic_type": 0, "scoped_type_identifier": -1}
+# Fallback when a grammar gives the step no field (Java generic and scoped types; Kotlin's
+# `a.b`, Zig's `a.b` (`member`, not `field`), PHP `\A\f`, C# `F<T>` and `a?.B`, a Bash command).
+_UNFIELDED_STEPS = {"generic_type": 0, "scoped_type_identifier": -1, "navigation_expression": -1,
+                    "field_expression": -1, "qualified_name": -1, "generic_name": 0,
+                    "conditional_access_expression": -1, "command_name": 0, "user_type": 0}
 
-_SEPARATORS = ("?.", "->", "::", ".")
+# Longest first where one ends another (PHP "?->" before "->", "::" before Lua's ":").
+_SEPARATORS = ("?.", "?->", "->", "::", "&.", ".", ":", "\\")
 # Bound checked before decoding: a UTF-8 character takes at most 4 bytes.
 _MAX_RECEIVER_BYTES = 4 * MAX_RECEIVER_CHARS
 
@@ -51,10 +81,10 @@ def call_target(callee: Node, source: bytes) -> tuple[str, str | None] | None:
         return source[callee.start_byte : callee.end_byte].decode("utf-8", "replace"), None
     node = callee
     for _ in range(16):
-        step = _STEPS.get(kind)
-        if step is None:
+        step = _STEPS.get(kind, "")
+        if not step and kind not in _UNFIELDED_STEPS:
             return None
-        inner = node.child_by_field_name(step)
+        inner = node.child_by_field_name(step) if step else None
         if inner is None and kind in _UNFIELDED_STEPS and node.named_child_count:
             inner = node.named_children[_UNFIELDED_STEPS[kind]]
         if inner is None:

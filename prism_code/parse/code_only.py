@@ -14,7 +14,8 @@ from tree_sitter import Node
 
 from prism_code.parse.languages import LANGUAGES, parser
 
-_COMMENT_TYPES = frozenset({"comment", "line_comment", "block_comment", "doc_comment"})
+_COMMENT_TYPES = frozenset({"comment", "line_comment", "block_comment", "doc_comment",
+                            "multiline_comment", "haddock"})  # Swift, Haskell
 
 
 def _is_python_docstring(node: Node) -> bool:

@@ -28,12 +28,17 @@ def python_docstring(body: Node | None, source: bytes) -> str:
     return ""
 
 
-def comment_above(lines: list[bytes], row: int, hash_comments: bool, skipped_prefixes: tuple[bytes, ...]) -> str:
+def comment_above(lines: list[bytes], row: int, hash_comments: bool, skipped_prefixes: tuple[bytes, ...],
+                  line_marker: bytes | None = None) -> str:
     """The contiguous comment block ending on the line above 0-based `row`, markers stripped.
 
-    `hash_comments` selects `#` comments (Python) instead of `//` and `/* */`. Lines starting with
-    one of `skipped_prefixes` (Rust attributes) may sit between the comment and the definition.
+    `hash_comments` selects `#` comments (Python) instead of `//` and `/* */`; `line_marker`, when
+    given, selects line comments starting with it (`--` in Lua and Haskell; `//` keeps `/* */`).
+    Lines starting with one of `skipped_prefixes` (Rust attributes) may sit between the comment
+    and the definition.
     """
+    if line_marker is not None and line_marker != b"//":
+        return _line_comments_above(lines, row, line_marker)
     collected: list[str] = []  # bottom-up
     index = row - 1
     while index >= 0:
@@ -56,6 +61,19 @@ def comment_above(lines: list[bytes], row: int, hash_comments: bool, skipped_pre
             index = top - 1
         else:
             break
+    return "\n".join(reversed(collected)).strip()
+
+
+def _line_comments_above(lines: list[bytes], row: int, marker: bytes) -> str:
+    """`# text` / `-- text` lines right above `row`; a Haddock `-- |` and LDoc `---` lose their mark."""
+    collected: list[str] = []  # bottom-up
+    index = row - 1
+    while index >= 0 and lines[index].lstrip().startswith(marker):
+        body = lines[index].strip().lstrip(marker[:1])
+        if body.startswith((b" |", b" ^", b"|", b"^")):
+            body = body.lstrip()[1:]
+        collected.append(body.decode("utf-8", "replace").strip())
+        index -= 1
     return "\n".join(reversed(collected)).strip()
 
 

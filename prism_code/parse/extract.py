@@ -15,18 +15,20 @@ here recurses in Python, so no nesting depth raises RecursionError.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import tree_sitter
 from tree_sitter import Node
 
 from prism_code.parse.calls import call_target
+from prism_code.parse.clauses import merge_clauses
 from prism_code.parse.definitions import DefinitionHead
 from prism_code.parse.docs import comment_above, python_docstring
 from prism_code.parse.model import CallSite, Definition, DefinitionKind, Import, ParsedFile
 from prism_code.parse.nodes import collapse, last_line, text
 from prism_code.parse.specs import LanguageSpec, language_query, language_spec
+from prism_code.parse.tagged import collect
 
 log = logging.getLogger(__name__)
 
@@ -64,23 +66,26 @@ class _Nested:
 def extract(path: str, language: str, source: bytes, tree: tree_sitter.Tree) -> ParsedFile:
     spec = language_spec(language)
     root = tree.root_node
-    cursor = tree_sitter.QueryCursor(language_query(language))
+    query = language_query(language)
+    cursor = tree_sitter.QueryCursor(query)
     cursor.set_max_start_depth(MAX_QUERY_START_DEPTH)
-    captures = cursor.captures(root)
-    shallow, too_deep = _shallow(captures.get("definition", []))
-    nested = _definitions(_heads(shallow, spec, source), spec, source)
+    found = _found(spec, query, cursor, root, source)
+    shallow, too_deep = _shallow(found.definitions)
+    nested = _definitions(_heads(shallow, found.head), spec, source)
+    if spec.tagged is not None and spec.tagged.merge_clauses:
+        nested = _Nested(*merge_clauses(nested.definitions, nested.depths), nested.anchors, nested.dropped)
     dropped = too_deep + nested.dropped
     if dropped:
         log.info("%s: %d definitions nested deeper than %d levels or with qualnames over %d "
                  "characters are indexed as part of their enclosing definition",
                  path, dropped, MAX_DEFINITION_DEPTH, MAX_QUALNAME_CHARS)
-    nested, calls = _within_budget(path, nested, captures.get("callee", []), source)
+    nested, calls = _within_budget(path, nested, found.callees, source)
     return ParsedFile(
         path=path,
         language=language,
         definitions=nested.definitions,
         calls=calls,
-        imports=_imports(captures.get("import", []), spec, source),
+        imports=found.imports,
         blocks=_blocks(root, nested.anchors, spec),
         line_count=source.count(b"\n") + (0 if not source or source.endswith(b"\n") else 1),
         has_errors=root.has_error,
@@ -150,11 +155,31 @@ def _node_lists(definitions: list[Definition], depths: list[int]) -> list[int]:
             for depth, lines, span in zip(depths, owned, spans)]
 
 
-def _heads(nodes: list[Node], spec: LanguageSpec, source: bytes) -> list[DefinitionHead]:
+@dataclass(frozen=True, slots=True)
+class _Found:
+    """What the language's query found: definition nodes and how to read one, callees, imports."""
+
+    definitions: list[Node]
+    head: Callable[[Node], DefinitionHead | None]
+    callees: list[Node]
+    imports: list[Import]
+
+
+def _found(spec: LanguageSpec, query: tree_sitter.Query, cursor: tree_sitter.QueryCursor, root: Node,
+           source: bytes) -> _Found:
+    if spec.tagged is not None:  # rules in a query file: one pass over its matches
+        tagged = collect(query, cursor, root, source)
+        return _Found(tagged.definitions, tagged.head, tagged.callees, tagged.imports)
+    captures = cursor.captures(root)
     readers = spec.definitions
+    return _Found(captures.get("definition", []), lambda node: readers[node.type](node, source),
+                  captures.get("callee", []), _imports(captures.get("import", []), spec, source))
+
+
+def _heads(nodes: list[Node], read: Callable[[Node], DefinitionHead | None]) -> list[DefinitionHead]:
     heads = []
     for node in nodes:
-        head = readers[node.type](node, source)
+        head = read(node)
         if head is not None:
             heads.append(head)
     # Outer before inner, so a stack of open definitions yields each one's parent.
@@ -193,7 +218,8 @@ def _definitions(heads: list[DefinitionHead], spec: LanguageSpec, source: bytes)
         anchors.add(anchor.id)
         doc = python_docstring(head.body, source) if spec.python_docstrings else ""
         if not doc:
-            doc = comment_above(lines, anchor.start_point[0], spec.hash_comments, spec.doc_skipped_prefixes)
+            doc = comment_above(lines, anchor.start_point[0], spec.hash_comments, spec.doc_skipped_prefixes,
+                                spec.tagged.line_comment if spec.tagged is not None else None)
         found.append(
             Definition(
                 name=head.name,

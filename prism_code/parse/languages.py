@@ -32,6 +32,25 @@ EXTENSION_LANGUAGES: dict[str, str] = {
     ".hpp": "cpp",
     ".hh": "cpp",
     ".hxx": "cpp",
+    # Languages whose rules are a query file (prism_code/parse/queries/<language>.scm).
+    ".sh": "bash",
+    ".bash": "bash",
+    ".bats": "bash",
+    ".cs": "csharp",
+    ".ex": "elixir",
+    ".exs": "elixir",
+    ".hs": "haskell",
+    ".kt": "kotlin",
+    ".kts": "kotlin",
+    ".lua": "lua",
+    ".php": "php",
+    ".rb": "ruby",
+    ".rake": "ruby",
+    ".gemspec": "ruby",
+    ".scala": "scala",
+    ".sc": "scala",
+    ".swift": "swift",
+    ".zig": "zig",
 }
 
 # language -> (grammar module, function returning the grammar pointer)
@@ -45,6 +64,18 @@ _GRAMMARS: dict[str, tuple[str, str]] = {
     "rust": ("tree_sitter_rust", "language"),
     "c": ("tree_sitter_c", "language"),
     "cpp": ("tree_sitter_cpp", "language"),
+    "bash": ("tree_sitter_bash", "language"),
+    "csharp": ("tree_sitter_c_sharp", "language"),
+    "elixir": ("tree_sitter_elixir", "language"),
+    "haskell": ("tree_sitter_haskell", "language"),
+    "kotlin": ("tree_sitter_kotlin", "language"),
+    "lua": ("tree_sitter_lua", "language"),
+    # `language_php` reads a whole .php file, HTML around `<?php` included (`language_php_only` does not).
+    "php": ("tree_sitter_php", "language_php"),
+    "ruby": ("tree_sitter_ruby", "language"),
+    "scala": ("tree_sitter_scala", "language"),
+    "swift": ("tree_sitter_swift", "language"),
+    "zig": ("tree_sitter_zig", "language"),
 }
 
 LANGUAGES: frozenset[str] = frozenset(_GRAMMARS)
@@ -60,11 +91,18 @@ _CPP_HEADER = re.compile(rb"^[ \t]*(?:namespace\s+\w|template\s*<|class\s+\w+[^;
                          rb"using\s+(?:namespace\s+)?\w)|\w::\w", re.MULTILINE)
 
 
+# `#!/bin/bash`, `#!/usr/bin/env bash`, `#!/bin/sh -e`: a script without an extension.
+_SHELL_SHEBANG = re.compile(rb"#![ \t]*(?:/usr)?(?:/local)?/bin/(?:env[ \t]+)?(?:ba)?sh\b")
+
+
 def language_for_source(path: str, source: bytes) -> str | None:
-    """As ``language_for_path``, but a ``.h`` header written in C++ is ``cpp``, not ``c``."""
+    """As ``language_for_path``, but a ``.h`` header written in C++ is ``cpp``, not ``c``, and a
+    file without an extension that starts with a shell shebang is ``bash``."""
     language = language_for_path(path)
     if language == "c" and path.lower().endswith(".h") and _CPP_HEADER.search(source):
         return "cpp"
+    if language is None and not posixpath.splitext(path)[1] and _SHELL_SHEBANG.match(source):
+        return "bash"
     return language
 
 

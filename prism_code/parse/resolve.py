@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from functools import cached_property
 
 from prism_code.parse.model import Import
+from prism_code.parse.resolve_languages import LanguageResolver
 
 _JS_EXTENSIONS = (".ts", ".tsx", ".d.ts", ".js", ".jsx", ".mjs", ".cjs", ".mts", ".cts")
 # ESM TypeScript imports name the compiled file: `./lib.js` means `./lib.ts`.
@@ -43,9 +44,13 @@ class ModuleResolver:
             found = self._rust(imp, from_path)
         elif language in ("c", "cpp"):
             found = self._c_include(imp, from_path)
-        else:
-            return []
+        else:  # the languages of query files
+            found = self._languages.resolve(imp, from_path, language)
         return [path for path in dict.fromkeys(found) if path != from_path]
+
+    @cached_property
+    def _languages(self) -> LanguageResolver:
+        return LanguageResolver(self.files, _closest)
 
     # Python ---------------------------------------------------------------------------------
 

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, partial
 
 import tree_sitter
 
 from prism_code.parse import definitions as defs
 from prism_code.parse import imports as imps
 from prism_code.parse.languages import grammar
+from prism_code.parse.tagged import query_text
+from prism_code.parse.tagged_languages import TAGGED_RULES, TaggedRules
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,8 @@ class LanguageSpec:
     python_docstrings: bool = False
     # Lines allowed between a doc comment and its definition (Rust attributes).
     doc_skipped_prefixes: tuple[bytes, ...] = ()
+    # A language whose rules are a query file (tagged.py); `definitions` and `imports` stay empty.
+    tagged: TaggedRules | None = None
 
 
 def _alternatives(node_types: list[str], capture: str) -> str:
@@ -221,6 +225,16 @@ _BUILDERS = {
     "c": _c,
     "cpp": _cpp,
 }
+
+
+def _tagged(language: str) -> LanguageSpec:
+    rules = TAGGED_RULES[language]
+    return LanguageSpec({}, {}, query_text(language), doc_wrappers=rules.doc_wrappers,
+                        body_containers=rules.body_containers, inline_containers=rules.inline_containers,
+                        comments=rules.comments, tagged=rules)
+
+
+_BUILDERS.update({language: partial(_tagged, language) for language in TAGGED_RULES})
 
 
 @cache
