@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
@@ -343,15 +344,26 @@ def c_function(node: Node, source: bytes) -> DefinitionHead | None:
         # whose end the parser lost (a macro it could not read), which is the definition.
         return None
     target = node.child_by_field_name("declarator")
+    # The name must come out of a parameter list, `operator T()` or a macro's parentheses:
+    # `ABSL_NAMESPACE_BEGIN namespace {...}` reads as a function "namespace" otherwise.
+    wrapped = first_named_child(target) if target is not None and target.type == "parenthesized_declarator" else None
+    declared = wrapped is not None and wrapped.type == "identifier" and wrapped.next_named_sibling is None
     for _ in range(_MAX_DECLARATOR_STEPS):
         if target is None or target.type not in _C_DECLARATOR_WRAPPERS:
             break
+        if target.type == "function_declarator":
+            declared = True
+            inner = target.child_by_field_name("declarator")
+            wrapped_name = _macro_wrapped_name(inner, source) if inner is not None else None
+            if wrapped_name is not None:
+                body = node.child_by_field_name("body")
+                return DefinitionHead(wrapped_name, "function", node, _header_end(node, body))
         target = target.child_by_field_name("declarator") or first_named_child(target)
     owner: Node | None = None
     while target is not None and target.type == "qualified_identifier":
         owner = target.child_by_field_name("scope") or owner
         target = target.child_by_field_name("name")
-    if target is None:
+    if target is None or not (declared or target.type == "operator_cast"):
         return None
     if target.type == "template_function":
         target = target.child_by_field_name("name") or target
@@ -363,6 +375,21 @@ def c_function(node: Node, source: bytes) -> DefinitionHead | None:
     qualifier = type_name(owner, source) if owner is not None else None
     body = node.child_by_field_name("body")
     return DefinitionHead(name, "function", node, _header_end(node, body), qualifier)
+
+
+# `(name)` or `( name )`: one name in parentheses.
+_PARENTHESIZED_NAME = re.compile(r"\(\s*([A-Za-z_]\w*)\s*\)")
+
+
+def _macro_wrapped_name(declarator: Node, source: bytes) -> str | None:
+    """`ABSL_INTERNAL_C_SYMBOL(AbslInternalTraceWait)(...)` and `result_type(min)() const` (the
+    parentheses keep `min` from a macro): a name in parentheses before the parameter list is the
+    function's; None for any other declarator."""
+    if declarator.type != "function_declarator":
+        return None
+    parameters = declarator.child_by_field_name("parameters")
+    match = _PARENTHESIZED_NAME.fullmatch(node_text(source, parameters)) if parameters is not None else None
+    return match.group(1) if match is not None else None
 
 
 def c_macro_function(node: Node, source: bytes) -> DefinitionHead | None:

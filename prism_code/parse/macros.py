@@ -37,9 +37,10 @@ def macro_items(language: str, source: bytes, body: Node) -> Node | None:
     return root
 
 
-# One upper-case name alone on its line, maybe with a trailing `//` comment; or one with a colon,
-# a macro standing for an access specifier (nlohmann-json's `JSON_PRIVATE_UNLESS_TESTED:`).
-_BARE_NAME = re.compile(rb"^[ \t]*([A-Z_][A-Z0-9_]*[ \t]*(?::(?!:))?)[ \t]*(?://.*)?$")
+# One upper-case name alone on its line, maybe with a trailing `//` comment: with a colon, a macro
+# standing for an access specifier (nlohmann-json's `JSON_PRIVATE_UNLESS_TESTED:`); with arguments
+# and no semicolon, an attribute of the declaration below (`JSON_HEDLEY_NON_NULL(3)`).
+_BARE_NAME = re.compile(rb"^[ \t]*([A-Z_][A-Z0-9_]*[ \t]*(?::(?!:)|\([^;{}()]*\))?)[ \t]*(?://.*)?$")
 # Line ends after which a new declaration starts: the bare name is not part of the previous one.
 _DECLARATION_ENDS = (b";", b"{", b"}", b"*/")
 # A name followed by "(": the bare name above it is that function's return type or attribute.
@@ -65,7 +66,7 @@ def without_hiding_macros(language: str, source: bytes, tree: tree_sitter.Tree) 
     offset = 0
     for number, line in enumerate(lines):
         bare = _BARE_NAME.match(line)
-        if bare is not None and _between_declarations(lines, number):
+        if bare is not None and _between_declarations(lines, number, typed=not bare.group(1).endswith(b")")):
             masked[offset + bare.start(1): offset + bare.end(1)] = b" " * (bare.end(1) - bare.start(1))
             changed = True
         offset += len(line) + 1
@@ -77,7 +78,9 @@ def without_hiding_macros(language: str, source: bytes, tree: tree_sitter.Tree) 
     return tree
 
 
-def _between_declarations(lines: list[bytes], number: int) -> bool:
+def _between_declarations(lines: list[bytes], number: int, typed: bool) -> bool:
+    """Whether line `number` sits between two declarations; `typed`: whether it could be the
+    return type of a function whose name starts the next line (a name with arguments cannot)."""
     above = next((line.strip() for line in reversed(lines[:number]) if line.strip()), b"")
     if not above.startswith(b"//") and b"//" in above:  # `}  // namespace absl`
         above = above[: above.index(b"//")].rstrip()
@@ -87,7 +90,7 @@ def _between_declarations(lines: list[bytes], number: int) -> bool:
     first = below.lstrip()[:1]
     if first and not (first.isalpha() or first in b"_#/}~"):
         return False
-    return _FUNCTION_START.match(below) is None
+    return not typed or _FUNCTION_START.match(below) is None
 
 
 @cache
