@@ -223,6 +223,22 @@ def js_default_export(node: Node, source: bytes) -> DefinitionHead | None:
     return DefinitionHead(name, kind, node, header_end)
 
 
+def js_named_argument(node: Node, source: bytes) -> DefinitionHead | None:
+    """`defineGetter(req, 'ip', function ip() {...});`: a named function passed to a call is a
+    definition of that name; the last argument of a call made as a statement spans the statement."""
+    name = node.child_by_field_name("name")
+    if name is None:
+        return None
+    span = node
+    arguments = node.parent
+    call = arguments.parent if arguments is not None else None
+    statement = call.parent if call is not None else None
+    if statement is not None and statement.type == "expression_statement" and node.next_named_sibling is None:
+        span = statement
+    return DefinitionHead(node_text(source, name), "function", span,
+                          _header_end(node, node.child_by_field_name("body")))
+
+
 def ts_namespace(node: Node, source: bytes) -> DefinitionHead | None:
     """`namespace A.B {...}` / `module M {...}`: a container named B inside A. A module named by
     a string (`declare module "x" {...}`) adds to another module and is not captured."""
@@ -414,12 +430,13 @@ def cpp_class(node: Node, source: bytes) -> DefinitionHead | None:
 
 
 def c_typedef(node: Node, source: bytes) -> DefinitionHead | None:
-    """`typedef struct [tag] {...} name;`: the type code uses is the typedef's name."""
+    """`typedef struct [tag] {...} name;` (or `*name`): the type code uses is the typedef's name."""
     specifier = node.child_by_field_name("type")
     body = specifier.child_by_field_name("body") if specifier is not None else None
-    name = next((declarator for declarator in node.children_by_field_name("declarator")
-                 if declarator.type == "type_identifier"), None)
-    if body is None or name is None:
+    name = node.child_by_field_name("declarator")
+    while name is not None and name.type == "pointer_declarator":
+        name = name.child_by_field_name("declarator")
+    if body is None or name is None or name.type != "type_identifier":
         return None
     return DefinitionHead(node_text(source, name), "class", node, body.start_byte)
 

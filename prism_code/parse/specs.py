@@ -82,7 +82,7 @@ _JS_HELD: dict[str, defs.HeadReader] = {
     "assignment_expression": defs.js_assignment,
     "pair": defs.js_pair,
     "export_statement": defs.js_default_export,
-    "function_expression": defs.named("function"),
+    "function_expression": defs.js_named_argument,
 }
 _JS_IMPORTS: dict[str, imps.ImportReader] = {
     "import_statement": imps.js_import,
@@ -244,8 +244,8 @@ _C_TYPES_AND_MACROS = """
 (preproc_function_def) @definition
 [(struct_specifier name: (_) body: (_)) (union_specifier name: (_) body: (_))
  (enum_specifier name: (_) body: (_))] @definition
-(type_definition type: [(struct_specifier body: (_)) (union_specifier body: (_)) (enum_specifier body: (_))]
-  declarator: (type_identifier)) @definition
+(type_definition type: [(struct_specifier body: (_)) (union_specifier body: (_)) (enum_specifier body: (_))])
+  @definition
 """
 _C_DEFINITIONS: dict[str, defs.HeadReader] = {
     "function_definition": defs.c_function,
