@@ -15,7 +15,6 @@ Both parses keep the file's byte offsets and lines, so their nodes read the orig
 from __future__ import annotations
 
 import re
-from functools import cache
 
 import tree_sitter
 from tree_sitter import Node
@@ -40,7 +39,8 @@ def macro_items(language: str, source: bytes, body: Node) -> Node | None:
 # One upper-case name alone on its line, maybe with a trailing `//` comment: with a colon, a macro
 # standing for an access specifier (nlohmann-json's `JSON_PRIVATE_UNLESS_TESTED:`); with arguments
 # and no semicolon, an attribute of the declaration below (`JSON_HEDLEY_NON_NULL(3)`).
-_BARE_NAME = re.compile(rb"^[ \t]*([A-Z_][A-Z0-9_]*[ \t]*(?::(?!:)|\([^;{}()]*\))?)[ \t]*(?://.*)?$")
+# Matched from the newline before it (a literal start is found fast), so never on a file's first line.
+_BARE_NAME = re.compile(rb"\n[ \t]*([A-Z_][A-Z0-9_]*[ \t]*(?::(?!:)|\([^;{}()\n]*\))?)[ \t]*(?://[^\n]*)?(?=\n|\Z)")
 # Line ends after which a new declaration starts: the bare name is not part of the previous one.
 _DECLARATION_ENDS = (b";", b"{", b"}", b"*/")
 # A name followed by "(": the bare name above it is that function's return type or attribute.
@@ -49,7 +49,7 @@ _FUNCTION_START = re.compile(rb"^[ \t]*[A-Za-z_]\w*[ \t]*\(")
 
 # `class|struct|union MACRO Name [final] [:|{]`: an upper-case name between the keyword and the
 # class's own name is an attribute or export macro (`class JSON_API Value`, `struct ABSL_LOCKABLE Mutex`).
-_CLASS_HEAD_MACRO = re.compile(rb"\b(?:class|struct|union)[ \t]+([A-Z][A-Z0-9_]*[A-Z0-9])\s+[A-Za-z_]\w*"
+_CLASS_HEAD_MACRO = re.compile(rb"(?:class|struct|union)[ \t]+([A-Z][A-Z0-9_]*[A-Z0-9])\s+[A-Za-z_]\w*"
                                rb"(?:\s+final)?\s*[:{]")
 
 
@@ -57,47 +57,95 @@ def without_hiding_macros(language: str, source: bytes, tree: tree_sitter.Tree) 
     """The tree of `source` with bare macro-name lines and class-head macros blanked, when that
     parse has fewer errors; else `tree`. Only names between two declarations are blanked, never
     a type on the line above a function's name or an argument on a line of its own."""
+    spans = [head.span(1) for head in _CLASS_HEAD_MACRO.finditer(source)]
+    for bare in _BARE_NAME.finditer(source):
+        line_start, line_end = bare.start() + 1, bare.end()
+        if _between_declarations(source, line_start, line_end, typed=not bare.group(1).endswith(b")")):
+            spans.append(bare.span(1))
+    errors = _errors(tree)
+    if not any(_near(error, span) for error in errors for span in spans):
+        return tree  # the names derailed nothing: a reparse would only cost time
     masked = bytearray(source)
-    changed = False
-    for head in _CLASS_HEAD_MACRO.finditer(source):
-        masked[head.start(1): head.end(1)] = b" " * (head.end(1) - head.start(1))
-        changed = True
-    lines = source.split(b"\n")
-    offset = 0
-    for number, line in enumerate(lines):
-        bare = _BARE_NAME.match(line)
-        if bare is not None and _between_declarations(lines, number, typed=not bare.group(1).endswith(b")")):
-            masked[offset + bare.start(1): offset + bare.end(1)] = b" " * (bare.end(1) - bare.start(1))
-            changed = True
-        offset += len(line) + 1
-    if not changed:
-        return tree
-    candidate = parser(language).parse(bytes(masked))
-    if not candidate.root_node.has_error or _error_bytes(language, candidate) < _error_bytes(language, tree):
+    # The blanked names keep their length, so the old tree, told where they were, is reparsed
+    # incrementally: tree-sitter reuses what the names did not derail (most of an abseil file).
+    edited = tree.copy()
+    for start, end in spans:
+        masked[start:end] = b" " * (end - start)
+        start_point, end_point = _point(source, start), _point(source, end)
+        edited.edit(start, end, end, start_point, end_point, end_point)
+    candidate = parser(language).parse(bytes(masked), edited)
+    if not candidate.root_node.has_error or _error_bytes(_errors(candidate)) < _error_bytes(errors):
         return candidate
     return tree
 
 
-def _between_declarations(lines: list[bytes], number: int, typed: bool) -> bool:
-    """Whether line `number` sits between two declarations; `typed`: whether it could be the
-    return type of a function whose name starts the next line (a name with arguments cannot)."""
-    above = next((line.strip() for line in reversed(lines[:number]) if line.strip()), b"")
+# How far after a macro name the error it causes may start: about the rest of its line and the
+# next. A file whose errors all lie elsewhere (a macro inside a function) is not parsed again.
+_ERROR_REACH = 160
+
+
+def _near(error: Node, span: tuple[int, int]) -> bool:
+    return error.start_byte <= span[1] + _ERROR_REACH and error.end_byte >= span[0]
+
+
+def _point(source: bytes, offset: int) -> tuple[int, int]:
+    """(row, column in bytes) of a byte offset."""
+    row = source.count(b"\n", 0, offset)
+    return row, offset - (source.rfind(b"\n", 0, offset) + 1)
+
+
+def _between_declarations(source: bytes, line_start: int, line_end: int, typed: bool) -> bool:
+    """Whether the line from `line_start` to `line_end` sits between two declarations; `typed`:
+    whether it could be the return type of a function whose name starts the next line (a name
+    with arguments cannot)."""
+    above = _line_above(source, line_start).strip()
     if not above.startswith(b"//") and b"//" in above:  # `}  // namespace absl`
         above = above[: above.index(b"//")].rstrip()
     if above and not (above.endswith(_DECLARATION_ENDS) or above.startswith((b"#", b"//"))):
         return False
-    below = next((line for line in lines[number + 1:] if line.strip()), b"")
+    below = _line_below(source, line_end)
     first = below.lstrip()[:1]
     if first and not (first.isalpha() or first in b"_#/}~"):
         return False
     return not typed or _FUNCTION_START.match(below) is None
 
 
-@cache
-def _error_query(language: str) -> tree_sitter.Query:
-    return tree_sitter.Query(grammar(language), "(ERROR) @error")
+def _line_above(source: bytes, line_start: int) -> bytes:
+    """The nearest line above the one starting at `line_start` that is not blank; b"" at the top."""
+    end = line_start - 1  # the newline ending the line above
+    while end > 0:
+        start = source.rfind(b"\n", 0, end) + 1
+        if source[start:end].strip():
+            return source[start:end]
+        end = start - 1
+    return b""
 
 
-def _error_bytes(language: str, tree: tree_sitter.Tree) -> int:
-    errors = tree_sitter.QueryCursor(_error_query(language)).captures(tree.root_node).get("error", [])
-    return sum(node.end_byte - node.start_byte for node in errors)
+def _line_below(source: bytes, line_end: int) -> bytes:
+    """The nearest line below the one ending at `line_end` that is not blank; b"" at the end."""
+    start = line_end + 1
+    while start < len(source):
+        end = source.find(b"\n", start)
+        end = len(source) if end < 0 else end
+        if source[start:end].strip():
+            return source[start:end]
+        start = end + 1
+    return b""
+
+
+def _errors(tree: tree_sitter.Tree) -> list[Node]:
+    """The outermost ERROR nodes and the MISSING ones, found by descending only where an error is."""
+    found = []
+    pending = [tree.root_node]
+    while pending:
+        node = pending.pop()
+        if node.type == "ERROR" or node.is_missing:
+            found.append(node)
+        else:
+            pending.extend(child for child in node.children if child.has_error)
+    return found
+
+
+def _error_bytes(errors: list[Node]) -> int:
+    # A MISSING node is empty: it counts one byte, so a parse without it is the better one.
+    return sum(max(1, error.end_byte - error.start_byte) for error in errors)
