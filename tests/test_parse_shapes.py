@@ -244,7 +244,7 @@ def test_cpp_classes_behind_macros_operators_templates_unions_enums() -> None:
     assert outline(header) == [
         # After a line holding only NLOHMANN_JSON_NAMESPACE_BEGIN, and with a macro for `private:`.
         ("basic_json", "class", 7, 19),
-        ("basic_json.array", "method", 13, 14),
+        ("basic_json.array", "method", 14, 14),  # the attribute macro above it is no part of it
         ("basic_json.operator int", "method", 16, 16),
         ("basic_json.min", "method", 18, 18),  # `int(min)()`, parenthesized against a macro
         ("Status", "class", 26, 29),  # class ABSL_MUST_USE_RESULT Status final

@@ -42,14 +42,14 @@ def macro_items(language: str, source: bytes, body: Node) -> Node | None:
 # Matched from the newline before it (a literal start is found fast), so never on a file's first line.
 _BARE_NAME = re.compile(rb"\n[ \t]*([A-Z_][A-Z0-9_]*[ \t]*(?::(?!:)|\([^;{}()\n]*\))?)[ \t]*(?://[^\n]*)?(?=\n|\Z)")
 # Line ends after which a new declaration starts: the bare name is not part of the previous one.
-_DECLARATION_ENDS = (b";", b"{", b"}", b"*/")
+_DECLARATION_ENDS = (b";", b"{", b"}", b"*/", b"public:", b"protected:", b"private:")
 # A name followed by "(": the bare name above it is that function's return type or attribute.
 _FUNCTION_START = re.compile(rb"^[ \t]*[A-Za-z_]\w*[ \t]*\(")
 
 
-# `class|struct|union MACRO Name [final] [:|{]`: an upper-case name between the keyword and the
-# class's own name is an attribute or export macro (`class JSON_API Value`, `struct ABSL_LOCKABLE Mutex`).
-_CLASS_HEAD_MACRO = re.compile(rb"(?:class|struct|union)[ \t]+([A-Z][A-Z0-9_]*[A-Z0-9])\s+[A-Za-z_]\w*"
+# `class|struct|union MACRO... Name [final] [:|{]`: upper-case names between the keyword and the
+# class's own name are attribute or export macros (`class JSON_API Value`, `struct ABSL_LOCKABLE Mutex`).
+_CLASS_HEAD_MACRO = re.compile(rb"(?:class|struct|union)[ \t]+((?:[A-Z][A-Z0-9_]*[A-Z0-9]\s+)+)[A-Za-z_]\w*"
                                rb"(?:\s+final)?\s*[:{]")
 
 
@@ -70,7 +70,7 @@ def without_hiding_macros(language: str, source: bytes, tree: tree_sitter.Tree) 
     # incrementally: tree-sitter reuses what the names did not derail (most of an abseil file).
     edited = tree.copy()
     for start, end in spans:
-        masked[start:end] = b" " * (end - start)
+        masked[start:end] = re.sub(rb"[^\n]", b" ", source[start:end])  # lines stay where they are
         start_point, end_point = _point(source, start), _point(source, end)
         edited.edit(start, end, end, start_point, end_point, end_point)
     candidate = parser(language).parse(bytes(masked), edited)
@@ -134,15 +134,16 @@ def _line_below(source: bytes, line_end: int) -> bytes:
 
 
 def _errors(tree: tree_sitter.Tree) -> list[Node]:
-    """The outermost ERROR nodes and the MISSING ones, found by descending only where an error is."""
+    """The ERROR nodes, nested ones too, and the MISSING ones, found by descending only where an
+    error is. Nested errors count: two parses may both fail from an include guard to the end of
+    the file, and the one that read the classes inside has fewer errors within."""
     found = []
     pending = [tree.root_node]
     while pending:
         node = pending.pop()
         if node.type == "ERROR" or node.is_missing:
             found.append(node)
-        else:
-            pending.extend(child for child in node.children if child.has_error)
+        pending.extend(child for child in node.children if child.has_error)
     return found
 
 
