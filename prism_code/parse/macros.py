@@ -99,6 +99,8 @@ def _between_declarations(source: bytes, line_start: int, line_end: int, typed: 
     whether it could be the return type of a function whose name starts the next line (a name
     with arguments cannot)."""
     above = _line_above(source, line_start).strip()
+    if above.endswith(b"\\"):  # the line continues a #define
+        return False
     if not above.startswith(b"//") and b"//" in above:  # `}  // namespace absl`
         above = above[: above.index(b"//")].rstrip()
     if above and not (above.endswith(_DECLARATION_ENDS) or above.startswith((b"#", b"//"))):
