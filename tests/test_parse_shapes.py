@@ -9,7 +9,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from prism_code.parse import Definition, ParsedFile, parse_source
+from prism_code.parse.extract import MAX_MACRO_BODIES
+from prism_code.parse.macros import MAX_MACRO_NAMES
 
 SHAPES = Path(__file__).parent / "fixtures" / "shapes"
 
@@ -55,6 +59,17 @@ def test_javascript_property_prototype_and_export_assignments() -> None:
     assert definition(response, "secure").signature == "defineGetter(res, 'secure', function secure()"
     # The file's statements outside any definition, the getter's call no longer among them.
     assert response.blocks == [(1, 7)]
+
+
+def test_javascript_function_assigned_to_module_exports() -> None:
+    express = parse_shape("javascript/express.js")
+    assert outline(express) == [
+        ("createApplication", "function", 8, 13),  # named after the function, as it has a name
+        ("createApplication.app", "function", 9, 11),
+    ]
+    create = definition(express, "createApplication")
+    assert create.signature == "module.exports = function createApplication()"
+    assert create.doc == "Create an express application.\n\n@return {Function}"
 
 
 def test_javascript_object_literal_members_and_default_export() -> None:
@@ -257,3 +272,26 @@ def test_cpp_classes_behind_macros_operators_templates_unions_enums() -> None:
     assert definition(header, "Status.ok").parent == "Status"
     assert definition(header, "basic_json").doc == "A JSON value."
     assert definition(header, "Status").signature == "class ABSL_MUST_USE_RESULT Status final"
+
+
+# Bounds on what macros may cost ---------------------------------------------------------------
+
+
+@pytest.mark.timeout(60)
+def test_a_file_of_thousands_of_macro_names_is_parsed_as_it_is() -> None:
+    names = MAX_MACRO_NAMES + 200
+    source = ("namespace a {\n" + "".join(f"MACRO_{i}\nint f{i}() {{ return {i}; }}\n" for i in range(names))
+              + "int broken( {\n}\n")
+    parsed = parse_source("generated.cpp", source.encode())
+    assert parsed is not None and parsed.has_errors
+    assert [d.name for d in parsed.definitions] == [f"f{i}" for i in range(names)]
+
+
+@pytest.mark.timeout(60)
+def test_macro_bodies_parsed_as_items_are_bounded() -> None:
+    many = "".join(f"cfg_{i}! {{ fn f{i}() {{}} }}\n" for i in range(MAX_MACRO_BODIES + 500))
+    parsed = parse_source("many.rs", many.encode())
+    assert parsed is not None and len(parsed.definitions) == MAX_MACRO_BODIES
+    deep = "".join(f"cfg_{i}! {{\n" for i in range(3000)) + "fn f() {}\n" + "}\n" * 3000
+    parsed = parse_source("deep.rs", deep.encode())
+    assert parsed is not None and parsed.definitions == []  # deeper than MAX_MACRO_DEPTH

@@ -14,6 +14,7 @@ Both parses keep the file's byte offsets and lines, so their nodes read the orig
 
 from __future__ import annotations
 
+import bisect
 import re
 
 import tree_sitter
@@ -35,6 +36,10 @@ def macro_items(language: str, source: bytes, body: Node) -> Node | None:
         return None
     return root
 
+
+# Real files hold a few dozen such names (70 at most in nlohmann-json's json.hpp); a file with
+# thousands is generated or hostile, and is parsed as it is.
+MAX_MACRO_NAMES = 1_000
 
 # One upper-case name alone on its line, maybe with a trailing `//` comment: with a colon, a macro
 # standing for an access specifier (nlohmann-json's `JSON_PRIVATE_UNLESS_TESTED:`); with arguments
@@ -62,17 +67,25 @@ def without_hiding_macros(language: str, source: bytes, tree: tree_sitter.Tree) 
         line_start, line_end = bare.start() + 1, bare.end()
         if _between_declarations(source, line_start, line_end, typed=not bare.group(1).endswith(b")")):
             spans.append(bare.span(1))
+    if len(spans) > MAX_MACRO_NAMES:
+        return tree
+    spans.sort()
     errors = _errors(tree)
-    if not any(_near(error, span) for error in errors for span in spans):
+    if not _any_error_near(errors, spans):
         return tree  # the names derailed nothing: a reparse would only cost time
     masked = bytearray(source)
     # The blanked names keep their length, so the old tree, told where they were, is reparsed
     # incrementally: tree-sitter reuses what the names did not derail (most of an abseil file).
     edited = tree.copy()
+    row, counted = 0, 0  # rows before byte `counted`; the spans come in order
     for start, end in spans:
         masked[start:end] = re.sub(rb"[^\n]", b" ", source[start:end])  # lines stay where they are
-        start_point, end_point = _point(source, start), _point(source, end)
+        row += source.count(b"\n", counted, start)
+        end_row = row + source.count(b"\n", start, end)
+        start_point = (row, start - (source.rfind(b"\n", 0, start) + 1))
+        end_point = (end_row, end - (source.rfind(b"\n", 0, end) + 1))
         edited.edit(start, end, end, start_point, end_point, end_point)
+        counted = start
     candidate = parser(language).parse(bytes(masked), edited)
     if not candidate.root_node.has_error or _error_bytes(_errors(candidate)) < _error_bytes(errors):
         return candidate
@@ -84,14 +97,15 @@ def without_hiding_macros(language: str, source: bytes, tree: tree_sitter.Tree) 
 _ERROR_REACH = 160
 
 
-def _near(error: Node, span: tuple[int, int]) -> bool:
-    return error.start_byte <= span[1] + _ERROR_REACH and error.end_byte >= span[0]
-
-
-def _point(source: bytes, offset: int) -> tuple[int, int]:
-    """(row, column in bytes) of a byte offset."""
-    row = source.count(b"\n", 0, offset)
-    return row, offset - (source.rfind(b"\n", 0, offset) + 1)
+def _any_error_near(errors: list[Node], spans: list[tuple[int, int]]) -> bool:
+    """Whether an error overlaps a span or starts within _ERROR_REACH after it (spans in order,
+    apart from one another, so the first span reaching an error is the one to check)."""
+    reaches = [end + _ERROR_REACH for _, end in spans]
+    for error in errors:
+        index = bisect.bisect_left(reaches, error.start_byte)
+        if index < len(spans) and spans[index][0] <= error.end_byte:
+            return True
+    return False
 
 
 def _between_declarations(source: bytes, line_start: int, line_end: int, typed: bool) -> bool:
