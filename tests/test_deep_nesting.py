@@ -155,19 +155,21 @@ def test_a_function_with_thousands_of_nested_ones_lists_a_bounded_node_set() -> 
 
 
 @pytest.mark.parametrize(("name", "source", "definitions", "imports"), [
-    ("mods.rs", "".join(f"mod m{i} {{\n" for i in range(3000)) + "fn f() {}\n" + "}\n" * 3000, 1, 0),
+    # Modules with a body are containers: the outer MAX_DEFINITION_DEPTH are kept, `f` belongs to them.
+    ("mods.rs", "".join(f"mod m{i} {{\n" for i in range(3000)) + "fn f() {}\n" + "}\n" * 3000,
+     [f"m{i}" for i in range(MAX_DEFINITION_DEPTH)], 0),
     ("uses.rs", "use a::" + "".join(f"b{i}::{{x, " for i in range(3000)) + "z" + "}" * 3000 + ";\n"
-     + "fn f() {}\n", 1, None),
+     + "fn f() {}\n", ["f"], None),
     ("guards.c", "".join(f"#ifdef X{i}\n" for i in range(3000)) + "int f(void) { return 0; }\n"
-     + "#endif\n" * 3000, 1, 0),
+     + "#endif\n" * 3000, ["f"], 0),
     ("spaces.cpp", "".join(f"namespace n{i} {{\n" for i in range(3000)) + "int f() { return 0; }\n"
-     + "}\n" * 3000, 1, 0),
+     + "}\n" * 3000, ["f"], 0),
 ], ids=["rust-modules", "rust-use-groups", "c-ifdefs", "cpp-namespaces"])
-def test_deeply_nested_containers_parse_without_recursion(name: str, source: str, definitions: int,
+def test_deeply_nested_containers_parse_without_recursion(name: str, source: str, definitions: list[str],
                                                           imports: int | None) -> None:
     parsed = parse_source(name, source.encode())
     assert parsed is not None
-    assert [d.name for d in parsed.definitions] == ["f"] * definitions
+    assert [d.name for d in parsed.definitions] == definitions
     if imports is not None:
         assert len(parsed.imports) == imports
     else:  # the outer groups of the `use` are read, the ones nested past any real path are not

@@ -368,6 +368,7 @@ def test_rust() -> None:
     assert outline(geo) == [
         ("Point", "class", 7, 10),
         ("Shape", "class", 12, 18),
+        ("Shape.area", "method", 13, 13),  # a required method: its signature and doc
         ("Shape.name", "method", 15, 17),
         ("Point", "class", 20, 29),
         ("Point.new", "method", 21, 23),
@@ -376,7 +377,7 @@ def test_rust() -> None:
     point_struct = geo.definitions[0]
     assert point_struct.signature == "pub struct Point"
     assert point_struct.doc == "A point in the plane."  # above the #[derive] attribute
-    assert geo.definitions[3].signature == "impl Point"
+    assert geo.definitions[4].signature == "impl Point"
     assert definition(geo, "Point.distance").doc == "Euclidean distance to another point."
     assert definition(geo, "Point.new").signature == "pub fn new(x: f64, y: f64) -> Self"
     assert CallSite("from", "String", 16, "Shape.name") in geo.calls
@@ -531,7 +532,7 @@ public:
     plain_c = parse_source("lib/list.h", b"struct node { int v; };\nint length(struct node *n) { return 0; }\n")
     assert plain_c is not None
     assert language_for_path("lib/list.h") == "c"
-    assert [d.qualname for d in plain_c.definitions] == ["length"]
+    assert [d.qualname for d in plain_c.definitions] == ["node", "length"]
 
 
 def test_long_receiver_is_dropped() -> None:

@@ -12,7 +12,12 @@ from prism_code.parse.tagged_languages import TAGGED_RULES, source_to_parse
 # new kind of definition): an index whose files were parsed by another version parses them
 # all again on its next update, keeping its notes, instead of serving the old parses of
 # unchanged files. 2: C++ `.h` headers, Java methods without a body. 3: Bash, C#, Elixir,
-# Haskell, Kotlin, Lua, PHP, Ruby, Scala, Swift and Zig files (queries/*.scm).
+# Haskell, Kotlin, Lua, PHP, Ruby, Scala, Swift and Zig files (queries/*.scm), and every
+# definition a reader points to (issue #25): JS/TS property, prototype and export assignments,
+# object-literal members, default exports, namespaces, type aliases, interface and abstract
+# methods; Go named types of every kind; Rust trait method signatures, macro_rules!, `mod x {}`
+# containers and items inside macro calls; C/C++ structs, unions, enums, typedefs, function-like
+# macros and the definitions macros hid; Java enum constant bodies and anonymous classes; Python lambdas.
 PARSER_VERSION = 3
 
 __all__ = [

@@ -41,6 +41,8 @@ def comment_above(lines: list[bytes], row: int, hash_comments: bool, skipped_pre
         return _line_comments_above(lines, row, line_marker)
     collected: list[str] = []  # bottom-up
     index = row - 1
+    if not hash_comments and _doc_block_above_blank_line(lines, index):
+        index -= 1
     while index >= 0:
         line = lines[index].strip()
         if not collected and skipped_prefixes and line.startswith(skipped_prefixes):
@@ -75,6 +77,19 @@ def _line_comments_above(lines: list[bytes], row: int, marker: bytes) -> str:
         collected.append(body.decode("utf-8", "replace").strip())
         index -= 1
     return "\n".join(reversed(collected)).strip()
+
+
+def _doc_block_above_blank_line(lines: list[bytes], index: int) -> bool:
+    """Whether line `index` is blank under a `/** ... */` block that does not open the file: a
+    JSDoc or Javadoc block documents what follows even across one blank line (express writes
+    them so), where a plain comment or a file's licence header would not."""
+    if index < 1 or lines[index].strip():
+        return False
+    above = lines[index - 1].strip()
+    if not above.endswith(b"*/"):
+        return False
+    top = _block_comment_top(lines, index - 1)
+    return top is not None and top > 0 and lines[top].strip().startswith(b"/**")
 
 
 def _strip_marker(line: bytes, marker: bytes) -> str:

@@ -25,6 +25,7 @@ from prism_code.parse.calls import call_target
 from prism_code.parse.clauses import merge_clauses
 from prism_code.parse.definitions import DefinitionHead
 from prism_code.parse.docs import comment_above, python_docstring
+from prism_code.parse.macros import macro_items, without_hiding_macros
 from prism_code.parse.model import CallSite, Definition, DefinitionKind, Import, ParsedFile
 from prism_code.parse.nodes import collapse, last_line, text
 from prism_code.parse.specs import LanguageSpec, language_query, language_spec
@@ -51,6 +52,10 @@ MAX_QUALNAME_CHARS = 512
 # bundle, on 6,500 files of numpy, scipy and npm), so 8 Mi only stops pathological files.
 # (Function text is not counted: the depth limit bounds how often a line repeats in it.)
 MAX_DEFINITION_CHARS = 8 << 20
+# Macro calls holding items nest (`cfg_rt! { cfg_net! {...} }`, three levels in tokio); each body
+# is a parse of its own, so a file gets at most this many (tokio's most is 17, in lib.rs).
+MAX_MACRO_DEPTH = 4
+MAX_MACRO_BODIES = 1_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,11 +70,10 @@ class _Nested:
 
 def extract(path: str, language: str, source: bytes, tree: tree_sitter.Tree) -> ParsedFile:
     spec = language_spec(language)
+    if spec.hiding_macros and tree.root_node.has_error:
+        tree = without_hiding_macros(language, source, tree)
     root = tree.root_node
-    query = language_query(language)
-    cursor = tree_sitter.QueryCursor(query)
-    cursor.set_max_start_depth(MAX_QUERY_START_DEPTH)
-    found = _found(spec, query, cursor, root, source)
+    found = _found(language, spec, root, source)
     shallow, too_deep = _shallow(found.definitions)
     nested = _definitions(_heads(shallow, found.head), spec, source)
     if spec.tagged is not None and spec.tagged.merge_clauses:
@@ -86,10 +90,42 @@ def extract(path: str, language: str, source: bytes, tree: tree_sitter.Tree) -> 
         definitions=nested.definitions,
         calls=calls,
         imports=found.imports,
-        blocks=_blocks(root, nested.anchors, spec),
+        blocks=_blocks(root, nested.anchors | found.containers, spec),
         line_count=source.count(b"\n") + (0 if not source or source.endswith(b"\n") else 1),
         has_errors=root.has_error,
     )
+
+
+def _captures(language: str, root: Node) -> dict[str, list[Node]]:
+    cursor = tree_sitter.QueryCursor(language_query(language))
+    cursor.set_max_start_depth(MAX_QUERY_START_DEPTH)
+    return cursor.captures(root)
+
+
+def _with_macro_items(language: str, source: bytes,
+                      captures: dict[str, list[Node]]) -> tuple[dict[str, list[Node]], set[int]]:
+    """The captures with those of the items inside macro calls (@items: Rust's `cfg_rt! {...}`)
+    added, and the ids of the macro calls that held items: containers, not top-level statements."""
+    pending = [(body, 1) for body in captures.get("items", [])]
+    if not pending:
+        return captures, set()
+    merged = {name: list(nodes) for name, nodes in captures.items() if name != "items"}
+    containers: set[int] = set()
+    parses = 0
+    while pending and parses < MAX_MACRO_BODIES:
+        body, depth = pending.pop()
+        parses += 1
+        items = macro_items(language, source, body)
+        if items is None:
+            continue
+        if body.parent is not None:
+            containers.add(body.parent.id)
+        for name, nodes in _captures(language, items).items():
+            if name != "items":
+                merged.setdefault(name, []).extend(nodes)
+            elif depth < MAX_MACRO_DEPTH:
+                pending.extend((node, depth + 1) for node in nodes)
+    return merged, containers
 
 
 def _shallow(nodes: list[Node]) -> tuple[list[Node], int]:
@@ -163,17 +199,20 @@ class _Found:
     head: Callable[[Node], DefinitionHead | None]
     callees: list[Node]
     imports: list[Import]
+    containers: set[int]  # ids of macro calls holding items: not top-level statements (see _blocks)
 
 
-def _found(spec: LanguageSpec, query: tree_sitter.Query, cursor: tree_sitter.QueryCursor, root: Node,
-           source: bytes) -> _Found:
+def _found(language: str, spec: LanguageSpec, root: Node, source: bytes) -> _Found:
     if spec.tagged is not None:  # rules in a query file: one pass over its matches
+        query = language_query(language)
+        cursor = tree_sitter.QueryCursor(query)
+        cursor.set_max_start_depth(MAX_QUERY_START_DEPTH)
         tagged = collect(query, cursor, root, source)
-        return _Found(tagged.definitions, tagged.head, tagged.callees, tagged.imports)
-    captures = cursor.captures(root)
+        return _Found(tagged.definitions, tagged.head, tagged.callees, tagged.imports, set())
+    captures, containers = _with_macro_items(language, source, _captures(language, root))
     readers = spec.definitions
     return _Found(captures.get("definition", []), lambda node: readers[node.type](node, source),
-                  captures.get("callee", []), _imports(captures.get("import", []), spec, source))
+                  captures.get("callee", []), _imports(captures.get("import", []), spec, source), containers)
 
 
 def _heads(nodes: list[Node], read: Callable[[Node], DefinitionHead | None]) -> list[DefinitionHead]:
@@ -189,7 +228,7 @@ def _heads(nodes: list[Node], read: Callable[[Node], DefinitionHead | None]) -> 
 
 def _definitions(heads: list[DefinitionHead], spec: LanguageSpec, source: bytes) -> _Nested:
     lines = source.split(b"\n") if heads else []
-    # (end_byte, qualname, is_class), innermost last; qualname None for a definition left to
+    # (end_byte, qualname, holds_methods), innermost last; qualname None for a definition left to
     # its enclosing one, so that everything inside it is left there too.
     open_scopes: list[tuple[int, str | None, bool]] = []
     found: list[Definition] = []
@@ -235,7 +274,7 @@ def _definitions(heads: list[DefinitionHead], spec: LanguageSpec, source: bytes)
             )
         )
         depths.append(len(open_scopes))
-        open_scopes.append((end, qualname, kind == "class"))
+        open_scopes.append((end, qualname, kind == "class" and not head.namespace))
     return _Nested(found, depths, anchors, dropped)
 
 

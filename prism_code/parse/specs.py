@@ -34,6 +34,10 @@ class LanguageSpec:
     doc_skipped_prefixes: tuple[bytes, ...] = ()
     # A language whose rules are a query file (tagged.py); `definitions` and `imports` stay empty.
     tagged: TaggedRules | None = None
+    # C and C++: a line holding only a macro's name (`NLOHMANN_JSON_NAMESPACE_BEGIN`) or a macro
+    # in a class head (`class ABSL_MUST_USE_RESULT Status`) may derail the parse of what follows;
+    # extract then tries the parse without them (parse.macros).
+    hiding_macros: bool = False
 
 
 def _alternatives(node_types: list[str], capture: str) -> str:
@@ -41,9 +45,24 @@ def _alternatives(node_types: list[str], capture: str) -> str:
 
 
 _JS_FUNCTION_TYPES = "(arrow_function) (function_expression) (generator_function)"
+# An object literal holding functions is a class-like container of them (`module.exports = {...}`).
+_JS_OBJECT_OF_FUNCTIONS = f"(object [(pair value: [{_JS_FUNCTION_TYPES}]) (method_definition)])"
+_TS_OBJECT_OF_FUNCTIONS = (f"[{_JS_OBJECT_OF_FUNCTIONS} (as_expression {_JS_OBJECT_OF_FUNCTIONS})"
+                           f" (satisfies_expression {_JS_OBJECT_OF_FUNCTIONS})]")
 
-_JS_PATTERNS = f"""
-(variable_declarator name: (identifier) value: [{_JS_FUNCTION_TYPES} (class)]) @definition
+
+def _js_patterns(objects: str) -> str:
+    """Definitions held by a name (variables, assignments, object keys, `export default`), calls
+    and imports; `objects` is the object-literal pattern of the grammar."""
+    values = f"[{_JS_FUNCTION_TYPES} (class) {objects}]"
+    return f"""
+(variable_declarator name: (identifier) value: {values}) @definition
+(variable_declarator name: (identifier)
+  value: (call_expression arguments: (arguments [{_JS_FUNCTION_TYPES}]))) @definition
+(assignment_expression left: [(identifier) (member_expression)] right: {values}) @definition
+(pair key: [(property_identifier) (string) (number)] value: {values}) @definition
+(export_statement value: [{_JS_FUNCTION_TYPES} (class)]) @definition
+(arguments (function_expression name: (_)) @definition)
 (call_expression function: (_) @callee)
 (new_expression constructor: (_) @callee)
 (import_statement) @import
@@ -53,12 +72,21 @@ _JS_PATTERNS = f"""
   (#eq? @_require "require")) @import
 """
 
-_JS_DEFINITIONS: dict[str, defs.HeadReader] = {
+
+# Definitions the query finds by node type alone.
+_JS_NAMED: dict[str, defs.HeadReader] = {
     "function_declaration": defs.named("function"),
     "generator_function_declaration": defs.named("function"),
     "class_declaration": defs.named("class"),
     "method_definition": defs.named("function"),
+}
+# Readers of the nodes _js_patterns captures.
+_JS_HELD: dict[str, defs.HeadReader] = {
     "variable_declarator": defs.js_variable,
+    "assignment_expression": defs.js_assignment,
+    "pair": defs.js_pair,
+    "export_statement": defs.js_default_export,
+    "function_expression": defs.js_named_argument,
 }
 _JS_IMPORTS: dict[str, imps.ImportReader] = {
     "import_statement": imps.js_import,
@@ -69,39 +97,55 @@ _JS_WRAPPERS = frozenset({"export_statement"})
 
 
 def _javascript() -> LanguageSpec:
-    definitions = {**_JS_DEFINITIONS, "field_definition": defs.js_field("property")}
-    node_types = [t for t in definitions if t not in ("variable_declarator", "field_definition")]
+    definitions = {**_JS_NAMED, **_JS_HELD, "field_definition": defs.js_field("property")}
     patterns = (
-        _alternatives(node_types, "definition")
+        _alternatives(list(_JS_NAMED), "definition")
         + f"\n(field_definition property: (_) value: [{_JS_FUNCTION_TYPES}]) @definition"
-        + _JS_PATTERNS
+        + _js_patterns(_JS_OBJECT_OF_FUNCTIONS)
     )
     return LanguageSpec(definitions, _JS_IMPORTS, patterns, doc_wrappers=_JS_WRAPPERS)
 
 
 def _typescript() -> LanguageSpec:
-    definitions = {
-        **_JS_DEFINITIONS,
+    named = {
+        **_JS_NAMED,
         "abstract_class_declaration": defs.named("class"),
         "interface_declaration": defs.named("class"),
         "enum_declaration": defs.named("class"),
-        "public_field_definition": defs.js_field("name"),
+        # `type Props = {...}` declares a type as an interface does.
+        "type_alias_declaration": defs.named("class"),
+        # Declared methods without a body: an interface's (`subscribe(listener): Unsubscribe`)
+        # and an abstract class's are what callers read, as Java's interface methods are.
+        "method_signature": defs.named("function"),
+        "abstract_method_signature": defs.named("function"),
     }
-    node_types = [t for t in definitions if t not in ("variable_declarator", "public_field_definition")]
+    definitions = {
+        **named,
+        **_JS_HELD,
+        "public_field_definition": defs.js_field("name"),
+        "internal_module": defs.ts_namespace,
+        "module": defs.ts_namespace,
+    }
     patterns = (
-        _alternatives(node_types, "definition")
+        _alternatives(list(named), "definition")
         + f"\n(public_field_definition name: (_) value: [{_JS_FUNCTION_TYPES}]) @definition"
-        + _JS_PATTERNS
+        + "\n[(internal_module name: [(identifier) (nested_identifier)]) (module name: (identifier))] @definition"
+        + _js_patterns(_TS_OBJECT_OF_FUNCTIONS)
     )
     return LanguageSpec(definitions, _JS_IMPORTS, patterns, doc_wrappers=_JS_WRAPPERS)
 
 
 def _python() -> LanguageSpec:
     return LanguageSpec(
-        definitions={"function_definition": defs.python_function, "class_definition": defs.python_class},
+        definitions={
+            "function_definition": defs.python_function,
+            "class_definition": defs.python_class,
+            "assignment": defs.python_lambda,
+        },
         imports={"import_statement": imps.python_import, "import_from_statement": imps.python_from_import},
         patterns="""
         [(function_definition) (class_definition)] @definition
+        (assignment left: (identifier) right: (lambda)) @definition
         (call function: (_) @callee)
         [(import_statement) (import_from_statement)] @import
         """,
@@ -123,10 +167,14 @@ def _java() -> LanguageSpec:
         "compact_constructor_declaration": defs.named("function"),
     }
     return LanguageSpec(
-        definitions=definitions,
+        # An enum constant with a body and an anonymous class are classes of their own methods.
+        definitions={**definitions, "enum_constant": defs.named("class", needs_body=True),
+                     "object_creation_expression": defs.java_anonymous_class},
         imports={"import_declaration": imps.java_import},
         patterns=_alternatives(list(definitions), "definition")
         + """
+        (enum_constant body: (_)) @definition
+        (object_creation_expression (class_body)) @definition
         (method_invocation) @callee
         (object_creation_expression type: (_) @callee)
         (import_declaration) @import
@@ -140,12 +188,13 @@ def _go() -> LanguageSpec:
         definitions={
             "function_declaration": defs.named("function"),
             "method_declaration": defs.go_method,
+            # Every named type: structs, interfaces, `type HandlerFunc func(*Context)`, aliases.
             "type_spec": defs.go_type,
+            "type_alias": defs.go_type,
         },
         imports={"import_spec": imps.go_import},
         patterns="""
-        [(function_declaration) (method_declaration)] @definition
-        (type_spec type: [(struct_type) (interface_type)]) @definition
+        [(function_declaration) (method_declaration) (type_spec) (type_alias)] @definition
         (call_expression function: (_) @callee)
         (import_spec) @import
         """,
@@ -155,6 +204,9 @@ def _go() -> LanguageSpec:
 def _rust() -> LanguageSpec:
     definitions: dict[str, defs.HeadReader] = {
         "function_item": defs.named("function"),
+        # A trait's required method (`fn serialize_bool(self, v: bool) -> ...;`) and its doc.
+        "function_signature_item": defs.named("function"),
+        "macro_definition": defs.rust_macro,
         "struct_item": defs.named("class"),
         "enum_item": defs.named("class"),
         "union_item": defs.named("class"),
@@ -162,10 +214,15 @@ def _rust() -> LanguageSpec:
         "impl_item": defs.rust_impl,
     }
     return LanguageSpec(
-        definitions=definitions,
+        definitions={**definitions, "mod_item": defs.rust_module},
         imports={"use_declaration": imps.rust_use, "mod_item": imps.rust_mod},
+        # @items: the body of an item-level macro call (`cfg_rt! { pub fn spawn() {...} }`),
+        # which tree-sitter leaves as tokens; extract parses it as items of its own.
         patterns=_alternatives(list(definitions), "definition")
         + """
+        (mod_item body: (_)) @definition
+        (source_file (macro_invocation (token_tree) @items))
+        (declaration_list (macro_invocation (token_tree) @items))
         (call_expression function: (_) @callee)
         (use_declaration) @import
         (mod_item !body) @import
@@ -185,32 +242,49 @@ _C_CALLS_AND_INCLUDES = """
 """
 
 
+# Types with a body, a typedef of one (named after the typedef) and function-like macros.
+_C_TYPES_AND_MACROS = """
+(function_definition) @definition
+(preproc_function_def) @definition
+[(struct_specifier name: (_) body: (_)) (union_specifier name: (_) body: (_))
+ (enum_specifier name: (_) body: (_))] @definition
+(type_definition type: [(struct_specifier body: (_)) (union_specifier body: (_)) (enum_specifier body: (_))])
+  @definition
+"""
+_C_DEFINITIONS: dict[str, defs.HeadReader] = {
+    "function_definition": defs.c_function,
+    "preproc_function_def": defs.c_macro_function,
+    "struct_specifier": defs.cpp_class,
+    "union_specifier": defs.cpp_class,
+    "enum_specifier": defs.cpp_class,
+    "type_definition": defs.c_typedef,
+}
+
+
 def _c() -> LanguageSpec:
     return LanguageSpec(
-        definitions={"function_definition": defs.c_function},
+        definitions=_C_DEFINITIONS,
         imports={"preproc_include": imps.c_include},
-        patterns="(function_definition) @definition" + _C_CALLS_AND_INCLUDES,
+        patterns=_C_TYPES_AND_MACROS + _C_CALLS_AND_INCLUDES,
         body_containers=frozenset({"linkage_specification"}),
         inline_containers=_PREPROCESSOR_CONDITIONALS,
+        hiding_macros=True,
     )
 
 
 def _cpp() -> LanguageSpec:
     return LanguageSpec(
-        definitions={
-            "function_definition": defs.c_function,
-            "class_specifier": defs.cpp_class,
-            "struct_specifier": defs.cpp_class,
-        },
+        definitions={**_C_DEFINITIONS, "class_specifier": defs.cpp_class},
         imports={"preproc_include": imps.c_include},
-        patterns="""
-        (function_definition) @definition
-        [(class_specifier name: (_) body: (_)) (struct_specifier name: (_) body: (_))] @definition
-        """
+        patterns=_C_TYPES_AND_MACROS
+        + "(class_specifier name: (_) body: (_)) @definition"
         + _C_CALLS_AND_INCLUDES,
         doc_wrappers=frozenset({"template_declaration"}),
+        # Namespaces are looked through, not containers: C++ puts nearly all code in one, often
+        # the whole file, so "absl.Mutex.Lock" would only lengthen every name (as Java packages would).
         body_containers=frozenset({"linkage_specification", "namespace_definition"}),
         inline_containers=_PREPROCESSOR_CONDITIONALS,
+        hiding_macros=True,
     )
 
 
