@@ -19,14 +19,15 @@ def require_matplotlib() -> None:
 
 
 def grouped_bars(path: Path, title: str, groups: Sequence[str], series: dict[str, Sequence[float]],
-                 ylabel: str) -> Path:
-    """One cluster of bars per group, one bar per series, values printed on the bars."""
+                 ylabel: str, figsize: tuple[float, float] = (8, 3.6)) -> Path:
+    """One cluster of bars per group, one bar per series, values printed on the bars; many
+    groups need a wider `figsize` (inches)."""
     import matplotlib
 
     matplotlib.use("Agg")  # no display on a server or in CI
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(8, 3.6), dpi=120)
+    fig, ax = plt.subplots(figsize=figsize, dpi=120)
     width = 0.8 / max(len(series), 1)
     for k, (name, values) in enumerate(series.items()):
         xs = [i + (k - (len(series) - 1) / 2) * width for i in range(len(groups))]

@@ -1,4 +1,4 @@
-"""`prism-code bench repoqa|docstrings|index`: run a benchmark, print it, optionally write docs."""
+"""`prism-code bench repoqa|docstrings|semble|coverage|index|...`: run a benchmark, print it, optionally write docs."""
 
 from __future__ import annotations
 
@@ -115,11 +115,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--repo", default="psf/black", help="the RepoQA Python haystack (owner/name)")
     p.add_argument("--threads", type=threads, default=2)
     p.add_argument("--write", type=non_empty_path, metavar="MARKDOWN", help="update this results file")
+    p = sub.add_parser("semble", help="semble's code-search benchmark: NDCG@10 on 42 repositories in 19 languages "
+                                      "beside semble's published figures")
+    _semble_selection(p)
+    p.add_argument("--split", choices=["tune", "test", "all"], default="all",
+                   help="alternate repositories within each language in name order (the first is tune)")
+    p.add_argument("--no-embeddings", action="store_true", help="lexical ranking only: no embedding model")
+    p.add_argument("--top", type=bounded_int(1), default=10, help="results taken per query (NDCG scores 10)")
+    p = sub.add_parser("coverage", help="semble's span targets: is there an indexed definition where they are")
+    _semble_selection(p)
     p = sub.add_parser("index", help="indexing speed on a repository")
     p.add_argument("path", type=non_empty_path, nargs="?",
                    help="repository to index (default: torch-geometric 2.5.1 from PyPI, ~93k lines)")
     p.add_argument("--edits", type=bounded_int(0), default=20, help="one-file edits to time")
     p.add_argument("--no-embeddings", action="store_true")
+    p.add_argument("--write", type=non_empty_path, metavar="MARKDOWN", help="update this results file")
+
+
+def _semble_selection(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--repos", type=lambda v: [n for n in v.split(",") if n], help="only these (a,b,c)")
+    p.add_argument("--lang", help="only this language's repositories (semble's names: python, cpp, ...)")
+    p.add_argument("--data-dir", type=non_empty_path, help="the semble data (default: /work/shared/benchmarks/semble)")
+    p.add_argument("--cache-dir", type=non_empty_path, help="where archives are unpacked, indexes and results live")
     p.add_argument("--write", type=non_empty_path, metavar="MARKDOWN", help="update this results file")
 
 
@@ -222,6 +239,10 @@ def run(args: argparse.Namespace) -> int:
                                      notes_file=args.notes_file)
         body = server_latency.markdown(latency, command)
         section = "server-latency"
+    elif args.bench in ("semble", "coverage"):
+        from prism_bench.semble_cli import run_semble
+
+        body, section = run_semble(args, command)
     elif args.bench == "find-server":
         from prism_bench import find_server
 
