@@ -19,7 +19,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from prism_bench.semble_coverage import is_parsable, open_index
+from prism_bench.semble_coverage import is_parsable, open_index, targets_parsed
 from prism_bench.semble_data import SembleRepo, Split, Target, materialise, split_of
 from prism_bench.semble_scoring import (
     Result,
@@ -51,7 +51,7 @@ class RepoRun:
     repo: str
     language: str
     split: Split
-    parsed: bool  # any file in a language the parser knows
+    parsed: bool  # the index parsed a file the annotations name
     functions: int = 0
     queries: list[QueryRecord] = field(default_factory=list)
     latency_ms: list[float] = field(default_factory=list)
@@ -131,7 +131,8 @@ def run_repo(repo: SembleRepo, split: Split, cache_dir: Path, embeddings: bool, 
         if embedder is not None:
             VectorCache(index.store, embedder).fill(search.embedding_texts(), progress=_embedding_progress(repo.name))
         functions = function_spans(list(search.corpus.fragments))
-        run = RepoRun(repo.name, repo.language, split, parsed=True, functions=len(search.corpus.fragments))
+        run = RepoRun(repo.name, repo.language, split, parsed=targets_parsed(repo, index.snapshot().parsed),
+                      functions=len(search.corpus.fragments))
         for query in repo.queries:
             started = time.perf_counter()
             found = run_find("retrieval", search, query.text, top=top).results

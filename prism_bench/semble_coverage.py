@@ -50,12 +50,24 @@ class RepoCoverage:
     unparsed_files: list[str] = field(default_factory=list)  # file targets the index did not parse
 
     @property
+    def targets_parsed(self) -> bool:
+        """Whether the index parsed any file the annotations name: a repository where it parsed
+        none (its language unknown to the parser, or only stray files of other languages
+        parsed) is marked "not parsed"."""
+        return self.file_targets_parsed > 0 or any(s.file_parsed for s in self.spans)
+
+    @property
     def overlap_share(self) -> float | None:
         return sum(s.overlap for s in self.spans) / len(self.spans) if self.spans else None
 
     @property
     def strict_share(self) -> float | None:
         return sum(s.strict for s in self.spans) / len(self.spans) if self.spans else None
+
+
+def targets_parsed(repo: SembleRepo, parsed_paths: set[str] | dict[str, ParsedFile]) -> bool:
+    """Whether any file the repository's annotations name is among the parsed paths."""
+    return any(repo.relative_target(t) in parsed_paths for q in repo.queries for t in q.targets)
 
 
 def is_parsable(root: Path) -> bool:

@@ -125,7 +125,7 @@ def coverage_markdown(results: Sequence[RepoCoverage], command: str) -> str:
         "",
         _coverage_table("language", _by_language(results)),
         "",
-        _coverage_table("repository", [(r.repo if r.parsed_files else f"{r.repo} ({NOT_PARSED})", [r])
+        _coverage_table("repository", [(r.repo if r.targets_parsed else f"{r.repo} ({NOT_PARSED})", [r])
                                        for r in sorted(results, key=lambda r: (r.language, r.repo))]),
     ]
     missed = [(r.repo, s) for r in results for s in r.spans if not s.strict]
@@ -139,7 +139,7 @@ def coverage_markdown(results: Sequence[RepoCoverage], command: str) -> str:
 def _by_language(results: Sequence[RepoCoverage]) -> list[tuple[str, list[RepoCoverage]]]:
     languages = sorted({r.language for r in results})
     groups = [(lang, [r for r in results if r.language == lang]) for lang in languages]
-    return [(lang if any(r.parsed_files for r in rs) else f"{lang} ({NOT_PARSED})", rs) for lang, rs in groups]
+    return [(lang if any(r.targets_parsed for r in rs) else f"{lang} ({NOT_PARSED})", rs) for lang, rs in groups]
 
 
 def _coverage_table(label: str, groups: Sequence[tuple[str, list[RepoCoverage]]]) -> str:

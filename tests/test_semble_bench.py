@@ -150,7 +150,8 @@ def test_bench_scores_find_s_ranking_with_semble_s_rule(data_dir: Path, tmp_path
                                      {"target": "src/pymini/colours.py", "secondary": True, "rank": None}]
     assert [q.top[0].split()[-1] for q in js.queries[:2]] == ["matchRoute", "serializeCookie"]
     assert [q.ndcg10 for q in js.queries] == pytest.approx([1.0, 1.0, 0.0])
-    assert [q.ndcg10 for q in cob.queries] == [0.0] and cob.unreachable == 1 and cob.p50_ms is None
+    # cobmini's stray build.js is parsed and searched, its COBOL answer is not.
+    assert [q.ndcg10 for q in cob.queries] == [0.0] and cob.unreachable == 1 and cob.functions == 1
     assert py.ndcg10 == pytest.approx((2 + span_second) / 5)
     assert py.by_category == pytest.approx({"architecture": 0.5, "semantic": span_second / 2, "symbol": 1.0})
     assert len(py.latency_ms) == 5 and py.p50_ms is not None
@@ -189,7 +190,8 @@ def test_coverage_of_span_and_file_targets(data_dir: Path, tmp_path: Path) -> No
     assert [(s.overlap, s.strict) for s in js.spans] == [(True, True)]
     assert (js.file_targets, js.file_targets_parsed, js.file_targets_with_function) == (2, 2, 1)
     cob = results["cobmini"]
-    assert cob.parsed_files == 0 and cob.unparsed_files == ["payroll.cob"]
+    assert cob.parsed_files == 1 and not cob.targets_parsed and cob.unparsed_files == ["payroll.cob"]
+    assert py.targets_parsed and js.targets_parsed
     assert py.overlap_share == pytest.approx(4 / 5) and py.strict_share == pytest.approx(3 / 5)
 
     text = semble_report.coverage_markdown(list(results.values()), "prism-code bench coverage")
@@ -198,3 +200,11 @@ def test_coverage_of_span_and_file_targets(data_dir: Path, tmp_path: Path) -> No
     assert "pymini `src/pymini/config.py:5-9` (shape base class and rectangle attributes): no overlap" in text
     saved = json.loads(semble_coverage.write_json(list(results.values()), tmp_path / "c.json").read_text())
     assert saved["pymini"]["uncovered"] == ["src/pymini/config.py:5-9 (shape base class and rectangle attributes)"]
+
+
+def test_a_folder_without_parsable_files_is_not_indexed(tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "payroll.cob").write_text("       PROGRAM-ID. PAYROLL.\n")
+    assert not semble_coverage.is_parsable(tmp_path)
+    (tmp_path / "src" / "build.js").write_text("function build() {}\n")
+    assert semble_coverage.is_parsable(tmp_path)
