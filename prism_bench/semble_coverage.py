@@ -48,6 +48,7 @@ class RepoCoverage:
     file_targets_parsed: int = 0
     file_targets_with_function: int = 0  # find ranks functions: such a file can be returned
     unparsed_files: list[str] = field(default_factory=list)  # file targets the index did not parse
+    files_without_function: list[str] = field(default_factory=list)  # parsed file targets find cannot return
 
     @property
     def targets_parsed(self) -> bool:
@@ -118,11 +119,11 @@ def repo_coverage(repo: SembleRepo, parsed: dict[str, ParsedFile]) -> RepoCovera
                 continue
             result.file_targets += 1
             result.file_targets_parsed += pf is not None
-            result.file_targets_with_function += pf is not None and any(
-                d.kind != "class" for d in pf.definitions)
-            if pf is None and target.path not in seen_files:
+            has_function = pf is not None and any(d.kind != "class" for d in pf.definitions)
+            result.file_targets_with_function += has_function
+            if not has_function and target.path not in seen_files:
                 seen_files.add(target.path)
-                result.unparsed_files.append(target.path)
+                (result.unparsed_files if pf is None else result.files_without_function).append(target.path)
     return result
 
 

@@ -133,6 +133,10 @@ def coverage_markdown(results: Sequence[RepoCoverage], command: str) -> str:
         lines += ["", "Span targets not covered strictly (tightest definition holding the first line):", ""]
         lines += [f"* {repo} `{s.target}` ({s.query}): {'overlap' if s.overlap else 'no overlap'}; "
                   f"{s.best or 'no definition holds its first line'}" for repo, s in missed]
+    empty = [(r.repo, path) for r in results for path in r.files_without_function]
+    if empty:
+        lines += ["", "File targets parsed without a function or method (find cannot return them):", ""]
+        lines += [f"* {repo} `{path}`" for repo, path in empty]
     return "\n".join(lines)
 
 

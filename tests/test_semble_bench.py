@@ -189,6 +189,7 @@ def test_coverage_of_span_and_file_targets(data_dir: Path, tmp_path: Path) -> No
     js = results["jsmini"]
     assert [(s.overlap, s.strict) for s in js.spans] == [(True, True)]
     assert (js.file_targets, js.file_targets_parsed, js.file_targets_with_function) == (2, 2, 1)
+    assert py.files_without_function == ["src/pymini/colours.py"] and js.files_without_function == ["lib/index.js"]
     cob = results["cobmini"]
     assert cob.parsed_files == 1 and not cob.targets_parsed and cob.unparsed_files == ["payroll.cob"]
     assert py.targets_parsed and js.targets_parsed
@@ -198,6 +199,7 @@ def test_coverage_of_span_and_file_targets(data_dir: Path, tmp_path: Path) -> No
     assert "| python | 5 | 0.800 (4/5) | 0.600 (3/5) | 3 | 1.000 (3/3) | 0.333 (1/3) |" in text
     assert "| cobol (not parsed) | 0 | — | — | 1 | 0.000 (0/1) | 0.000 (0/1) |" in text
     assert "pymini `src/pymini/config.py:5-9` (shape base class and rectangle attributes): no overlap" in text
+    assert "* jsmini `lib/index.js`" in text  # parsed, but nothing find can return
     saved = json.loads(semble_coverage.write_json(list(results.values()), tmp_path / "c.json").read_text())
     assert saved["pymini"]["uncovered"] == ["src/pymini/config.py:5-9 (shape base class and rectangle attributes)"]
 
