@@ -19,9 +19,9 @@ def require_matplotlib() -> None:
 
 
 def grouped_bars(path: Path, title: str, groups: Sequence[str], series: dict[str, Sequence[float]],
-                 ylabel: str, figsize: tuple[float, float] = (8, 3.6)) -> Path:
+                 ylabel: str, figsize: tuple[float, float] = (8, 3.6), ymax: float | None = None) -> Path:
     """One cluster of bars per group, one bar per series, values printed on the bars; many
-    groups need a wider `figsize` (inches)."""
+    groups need a wider `figsize` (inches), a legend over tall bars a higher `ymax`."""
     import matplotlib
 
     matplotlib.use("Agg")  # no display on a server or in CI
@@ -35,7 +35,7 @@ def grouped_bars(path: Path, title: str, groups: Sequence[str], series: dict[str
         ax.bar_label(bars, labels=[f"{v:.2f}" for v in values], fontsize=7, padding=1)
     ax.set_xticks(range(len(groups)), groups, fontsize=8)
     # Four or more series take two legend rows, which need the headroom.
-    ax.set_ylim(0, 1.05 if len(series) <= 3 else 1.2)
+    ax.set_ylim(0, ymax or (1.05 if len(series) <= 3 else 1.2))
     ax.set_ylabel(ylabel)
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=8, frameon=False, ncol=len(series) if len(series) <= 3 else 2, loc="upper center")

@@ -155,13 +155,16 @@ def test_bench_scores_find_s_ranking_with_semble_s_rule(data_dir: Path, tmp_path
     assert py.ndcg10 == pytest.approx((2 + span_second) / 5)
     assert py.by_category == pytest.approx({"architecture": 0.5, "semantic": span_second / 2, "symbol": 1.0})
     assert len(py.latency_ms) == 5 and py.p50_ms is not None
+    # One result per file: Rectangle.__init__ stands for shapes.py, so the spanned method is lost.
+    assert [q.ndcg10_per_file for q in py.queries] == pytest.approx([1.0, 0.0, 0.0, 1.0, 0.0])
+    assert [q.ndcg10_per_file for q in js.queries] == pytest.approx([1.0, 1.0, 0.0])
 
     by_name = {r.name: r for r in repos}
     text = semble_report.semble_markdown(list(runs.values()), by_name, "prism-code bench semble", False)
     mean = (py.ndcg10 + 2 / 3 + 0.0) / 3
     assert f"prism {mean:.3f}, semble {(0.8 + 0.9 + 0.4) / 3:.3f}" in text
-    assert "| cobol (not parsed) | 1 | 1 | 1 | 0.000 | 0.400 | 0.300 | 0.200 |" in text
-    assert "| javascript | 1 | 3 | 1 | 0.667 | 0.900 | 0.850 | 0.500 |" in text
+    assert "| cobol (not parsed) | 1 | 1 | 1 | 0.000 | 0.000 | 0.400 | 0.300 | 0.200 |" in text
+    assert "| javascript | 1 | 3 | 1 | 0.667 | 0.667 | 0.900 | 0.850 | 0.500 |" in text
     # symbol: both parsed repositories found theirs; semble's symbol mean over the same two.
     assert "| symbol | 2 | 1.000 | 1.000 |" in text
     assert "Queries no indexed function can answer" in text and ": 4 of 9." in text  # cobmini 1, jsmini 1, pymini 2
@@ -210,3 +213,10 @@ def test_a_folder_without_parsable_files_is_not_indexed(tmp_path: Path) -> None:
     assert not semble_coverage.is_parsable(tmp_path)
     (tmp_path / "src" / "build.js").write_text("function build() {}\n")
     assert semble_coverage.is_parsable(tmp_path)
+
+
+def test_one_per_file_keeps_each_file_s_first_result() -> None:
+    ranking = [("a.py", 1, 5), ("a.py", 9, 12), ("b.py", 1, 2), ("a.py", 20, 30), ("c.py", 3, 4)]
+    assert semble_bench.one_per_file(ranking) == [("a.py", 1, 5), ("b.py", 1, 2), ("c.py", 3, 4)]
+    # b.py at rank 3 of find's list is at rank 2 once a.py's repeat is dropped.
+    assert ndcg_at_10(semble_bench.one_per_file(ranking), [Target("b.py")]) == pytest.approx(RANK2)
