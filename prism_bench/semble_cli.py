@@ -21,6 +21,16 @@ def section_name(bench: str, args: argparse.Namespace) -> str:
     return name
 
 
+def chart_name(args: argparse.Namespace) -> str:
+    """docs/images/semble-ndcg.png is the run with embeddings (over the repositories given: its
+    cost keeps it to a chosen few), semble-ndcg-lexical.png the run without; a split or a
+    language gets its own."""
+    name = "semble-ndcg" + ("-lexical" if args.no_embeddings else "")
+    if args.split != "all":
+        name += f"-{args.split}"
+    return name + (f"-{args.lang}" if args.lang else "")
+
+
 def run_semble(args: argparse.Namespace, command: str) -> tuple[str, str]:
     """(markdown, section) of `bench semble` or `bench coverage`."""
     every_repo = semble_data.load_repos(args.data_dir or semble_data.DEFAULT_DATA_DIR)
@@ -40,8 +50,7 @@ def run_semble(args: argparse.Namespace, command: str) -> tuple[str, str]:
     body = semble_report.semble_markdown(runs, by_name, command, embeddings)
     section = section_name(f"semble-{'hybrid' if embeddings else 'lexical'}", args)
     if args.write:
-        # docs/images/semble-ndcg.png is the hybrid run over all 42; other runs get their own name.
-        chart = section.replace("semble-hybrid", "semble-ndcg").replace("semble-lexical", "semble-ndcg-lexical")
-        png = semble_report.semble_chart(runs, by_name, args.write.parent / "images" / f"{chart}.png", embeddings)
+        png = semble_report.semble_chart(runs, by_name, args.write.parent / "images" / f"{chart_name(args)}.png",
+                                         embeddings)
         body += f"\n\n![semble NDCG@10 per language](images/{png.name})"
     return body, section

@@ -220,3 +220,26 @@ def test_one_per_file_keeps_each_file_s_first_result() -> None:
     assert semble_bench.one_per_file(ranking) == [("a.py", 1, 5), ("b.py", 1, 2), ("c.py", 3, 4)]
     # b.py at rank 3 of find's list is at rank 2 once a.py's repeat is dropped.
     assert ndcg_at_10(semble_bench.one_per_file(ranking), [Target("b.py")]) == pytest.approx(RANK2)
+
+
+def test_cli_runs_a_selection_into_its_own_section(data_dir: Path, tmp_path: Path, capsys) -> None:
+    import argparse
+
+    from prism_bench.cli import add_arguments
+    from prism_bench.semble_cli import chart_name, run_semble
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    args = parser.parse_args(["semble", "--repos", "jsmini,pymini", "--split", "tune", "--no-embeddings",
+                              "--data-dir", str(data_dir), "--cache-dir", str(tmp_path / "cache")])
+    body, section = run_semble(args, "prism-code bench semble ...")
+    assert section == "semble-lexical-tune-2repos" and chart_name(args) == "semble-ndcg-lexical-tune"
+    # Name order within each language: cobmini, jsmini and pymini are each their language's first.
+    assert "| jsmini | javascript | tune | 3 |" in body and "| pymini | python | tune | 5 |" in body
+    assert "cobmini" not in body
+    assert (tmp_path / "cache" / "results" / "semble-lexical.json").is_file()
+    args = parser.parse_args(["coverage", "--lang", "python", "--data-dir", str(data_dir),
+                              "--cache-dir", str(tmp_path / "cache")])
+    body, section = run_semble(args, "prism-code bench coverage --lang python")
+    assert section == "semble-coverage-python" and "| pymini | 5 | 0.800 (4/5) |" in body
+    assert "[coverage 1/1] pymini (python)" in capsys.readouterr().err
