@@ -1,4 +1,4 @@
-"""`prism-code bench repoqa|docstrings|callgraph|index|...`: run a benchmark, print it, optionally write docs."""
+"""`prism-code bench repoqa|docstrings|callgraph|semble|...`: run a benchmark, print it, optionally write docs."""
 
 from __future__ import annotations
 
@@ -127,11 +127,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="also print N of prism's wrong and missed edges per shape and project (stderr)")
     p.add_argument("--cache-dir", type=non_empty_path, help="where projects and their reference edges are cached")
     p.add_argument("--write", type=non_empty_path, metavar="MARKDOWN", help="update this results file")
+    p = sub.add_parser("semble", help="semble's code-search benchmark: NDCG@10 on 42 repositories in 19 languages "
+                                      "beside semble's published figures")
+    _semble_selection(p)
+    p.add_argument("--split", choices=["tune", "test", "all"], default="all",
+                   help="alternate repositories within each language in name order (the first is tune)")
+    p.add_argument("--no-embeddings", action="store_true", help="lexical ranking only: no embedding model")
+    p.add_argument("--top", type=bounded_int(1), default=10, help="results taken per query (NDCG scores 10)")
+    p = sub.add_parser("coverage", help="semble's span targets: is there an indexed definition where they are")
+    _semble_selection(p)
     p = sub.add_parser("index", help="indexing speed on a repository")
     p.add_argument("path", type=non_empty_path, nargs="?",
                    help="repository to index (default: torch-geometric 2.5.1 from PyPI, ~93k lines)")
     p.add_argument("--edits", type=bounded_int(0), default=20, help="one-file edits to time")
     p.add_argument("--no-embeddings", action="store_true")
+    p.add_argument("--write", type=non_empty_path, metavar="MARKDOWN", help="update this results file")
+
+
+def _semble_selection(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--repos", type=lambda v: [n for n in v.split(",") if n], help="only these (a,b,c)")
+    p.add_argument("--lang", help="only this language's repositories (semble's names: python, cpp, ...)")
+    p.add_argument("--data-dir", type=non_empty_path, help="the semble data (default: /work/shared/benchmarks/semble)")
+    p.add_argument("--cache-dir", type=non_empty_path, help="where archives are unpacked, indexes and results live")
     p.add_argument("--write", type=non_empty_path, metavar="MARKDOWN", help="update this results file")
 
 
@@ -242,6 +259,10 @@ def run(args: argparse.Namespace) -> int:
             print(callgraph.examples(graph_result, args.examples), file=sys.stderr)
         body = callgraph.markdown(graph_result, command)
         section = callgraph.section_name(args.projects, args.lang, args.limit_projects)
+    elif args.bench in ("semble", "coverage"):
+        from prism_bench.semble_cli import run_semble
+
+        body, section = run_semble(args, command)
     elif args.bench == "find-server":
         from prism_bench import find_server
 
