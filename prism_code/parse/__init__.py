@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from prism_code.parse.extract import extract
 from prism_code.parse.languages import LANGUAGES, language_for_path, language_for_source, parser
+from prism_code.parse.macros import blanked, hiding_macro_names
 from prism_code.parse.model import CallSite, Definition, Import, ParsedFile
+from prism_code.parse.specs import language_spec
 
 # Bumped whenever the same source would now be extracted differently (a grammar choice, a
 # new kind of definition): an index whose files were parsed by another version parses them
@@ -37,5 +39,9 @@ def parse_source(path: str, source: bytes, language: str | None = None) -> Parse
     language = language or language_for_source(path, source)
     if language not in LANGUAGES:
         return None
+    if language_spec(language).hiding_macros:
+        # C/C++ macros that derail the grammar (parse.macros) are blanked before the one parse.
+        tree = parser(language).parse(blanked(source, hiding_macro_names(source)))
+        return extract(path, language, source, tree, macros_hidden=True)
     tree = parser(language).parse(source)
     return extract(path, language, source, tree)
