@@ -6,10 +6,11 @@ braces in place as items. C and C++: a line holding only a macro's name
 (`NLOHMANN_JSON_NAMESPACE_BEGIN`, which expands to `namespace nlohmann {`) reads as the start of
 a declaration, and on nlohmann-json the rest of the file is one long error after it; an attribute
 macro in a class head (`class ABSL_MUST_USE_RESULT Status final {`) turns the class into a
-function whose body is the class's. `without_hiding_macros` parses the file again with those
-names blanked.
+function whose body is the class's. `hiding_macro_names` finds such names; parse_source blanks
+them before it parses, and `without_hiding_macros` parses again a tree of the source as it is.
 
-Both parses keep the file's byte offsets and lines, so their nodes read the original source.
+Blanked or parsed in place, the file keeps its byte offsets and lines, so the nodes read the
+original source.
 """
 
 from __future__ import annotations
