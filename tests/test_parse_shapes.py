@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from prism_code.parse import Definition, ParsedFile, parse_source
-from prism_code.parse.extract import MAX_MACRO_BODIES
+from prism_code.parse.extract import MAX_MACRO_BODIES, extract
+from prism_code.parse.languages import parser
 from prism_code.parse.macros import MAX_MACRO_NAMES
 
 SHAPES = Path(__file__).parent / "fixtures" / "shapes"
@@ -272,6 +273,16 @@ def test_cpp_classes_behind_macros_operators_templates_unions_enums() -> None:
     assert definition(header, "Status.ok").parent == "Status"
     assert definition(header, "basic_json").doc == "A JSON value."
     assert definition(header, "Status").signature == "class ABSL_MUST_USE_RESULT Status final"
+
+
+def test_a_tree_of_the_source_as_it_is_finds_what_the_index_finds() -> None:
+    # Hovers parse an editor's buffer as it is and extract from that tree; the macros that
+    # derailed it are blanked in a second, incremental parse.
+    for relative in ("cpp/json.hpp", "c/server.c"):
+        source = (SHAPES / relative).read_bytes()
+        language = "cpp" if relative.endswith(".hpp") else "c"
+        from_buffer = extract(relative, language, source, parser(language).parse(source))
+        assert outline(from_buffer) == outline(parse_shape(relative))
 
 
 # Bounds on what macros may cost ---------------------------------------------------------------

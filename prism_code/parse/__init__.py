@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from prism_code.parse.extract import extract
 from prism_code.parse.languages import LANGUAGES, language_for_path, language_for_source, parser
+from prism_code.parse.macros import blanked, hiding_macro_names
 from prism_code.parse.model import CallSite, Definition, Import, ParsedFile
 from prism_code.parse.salvage import salvage
+from prism_code.parse.specs import language_spec
 from prism_code.parse.tagged_languages import TAGGED_RULES, source_to_parse
 
 # Bumped whenever the same source would now be extracted differently (a grammar choice, a
@@ -40,6 +42,10 @@ def parse_source(path: str, source: bytes, language: str | None = None) -> Parse
     language = language or language_for_source(path, source)
     if language not in LANGUAGES:
         return None
+    if language_spec(language).hiding_macros:
+        # C/C++ macros that derail the grammar (parse.macros) are blanked before the one parse.
+        tree = parser(language).parse(blanked(source, hiding_macro_names(source)))
+        return extract(path, language, source, tree, macros_hidden=True)
     source = source_to_parse(language, source)
     tree = parser(language).parse(source)
     parsed = extract(path, language, source, tree)

@@ -180,15 +180,13 @@ def js_assignment(node: Node, source: bytes) -> DefinitionHead | None:
         return None
     value = _js_unwrapped(right)
     path = [part for part in path if part != "prototype"]
-    if path[0] == "this":
+    if path[:1] == ["this"]:
         path = path[1:]
-    for module_object in _JS_MODULE_OBJECTS:
-        if tuple(path[: len(module_object)]) == module_object:
-            path = path[len(module_object):]
-            break
+    module_object = next((prefix for prefix in _JS_MODULE_OBJECTS if tuple(path[: len(prefix)]) == prefix), ())
+    path = path[len(module_object):]
     if not path:  # `module.exports = function name() {...}`: the module's default export
-        if value.type == "object":
-            return None  # its members are definitions of the module itself
+        if not module_object or value.type == "object":
+            return None  # `this.prototype = ...`; an object's members are the module's own
         own_name = value.child_by_field_name("name")
         path = [node_text(source, own_name) if own_name is not None else "default"]
     statement = node.parent

@@ -68,9 +68,13 @@ class _Nested:
     dropped: int  # definitions left to their enclosing one: too deep or too long a qualname
 
 
-def extract(path: str, language: str, source: bytes, tree: tree_sitter.Tree) -> ParsedFile:
+def extract(path: str, language: str, source: bytes, tree: tree_sitter.Tree,
+            macros_hidden: bool = False) -> ParsedFile:
+    """What `tree`, a parse of `source`, defines, calls and imports. `macros_hidden`: the tree is
+    of the source with C/C++ macros that derail the grammar blanked (parse_source's); otherwise
+    the blanked source is tried too where the tree has errors (parse.macros)."""
     spec = language_spec(language)
-    if spec.hiding_macros and tree.root_node.has_error:
+    if spec.hiding_macros and not macros_hidden and tree.root_node.has_error:
         tree = without_hiding_macros(language, source, tree)
     root = tree.root_node
     found = _found(language, spec, root, source)

@@ -6,10 +6,11 @@ braces in place as items. C and C++: a line holding only a macro's name
 (`NLOHMANN_JSON_NAMESPACE_BEGIN`, which expands to `namespace nlohmann {`) reads as the start of
 a declaration, and on nlohmann-json the rest of the file is one long error after it; an attribute
 macro in a class head (`class ABSL_MUST_USE_RESULT Status final {`) turns the class into a
-function whose body is the class's. `without_hiding_macros` parses the file again with those
-names blanked.
+function whose body is the class's. `hiding_macro_names` finds such names; parse_source blanks
+them before it parses, and `without_hiding_macros` parses again a tree of the source as it is.
 
-Both parses keep the file's byte offsets and lines, so their nodes read the original source.
+Blanked or parsed in place, the file keeps its byte offsets and lines, so the nodes read the
+original source.
 """
 
 from __future__ import annotations
@@ -58,35 +59,52 @@ _CLASS_HEAD_MACRO = re.compile(rb"(?:class|struct|union)[ \t]+((?:[A-Z][A-Z0-9_]
                                rb"(?:\s+final)?\s*[:{]")
 
 
-def without_hiding_macros(language: str, source: bytes, tree: tree_sitter.Tree) -> tree_sitter.Tree:
-    """The tree of `source` with bare macro-name lines and class-head macros blanked, when that
-    parse has fewer errors; else `tree`. Only names between two declarations are blanked, never
-    a type on the line above a function's name or an argument on a line of its own."""
+def hiding_macro_names(source: bytes) -> list[tuple[int, int]]:
+    """Byte spans, in order, of the bare macro-name lines and class-head macros of a C or C++
+    source. Only names between two declarations count, never a type on the line above a
+    function's name or an argument on a line of its own; none past MAX_MACRO_NAMES."""
     spans = [head.span(1) for head in _CLASS_HEAD_MACRO.finditer(source)]
     for bare in _BARE_NAME.finditer(source):
         line_start, line_end = bare.start() + 1, bare.end()
         if _between_declarations(source, line_start, line_end, typed=not bare.group(1).endswith(b")")):
             spans.append(bare.span(1))
     if len(spans) > MAX_MACRO_NAMES:
-        return tree
+        return []
     spans.sort()
-    errors = _errors(tree)
+    return spans
+
+
+def blanked(source: bytes, spans: list[tuple[int, int]]) -> bytes:
+    """`source` with the spans blanked: the same length and the same lines, so a tree of it reads
+    the original source."""
+    if not spans:
+        return source
+    masked = bytearray(source)
+    for start, end in spans:
+        masked[start:end] = re.sub(rb"[^\n]", b" ", source[start:end])
+    return bytes(masked)
+
+
+def without_hiding_macros(language: str, source: bytes, tree: tree_sitter.Tree) -> tree_sitter.Tree:
+    """For a tree of the source as it is (an editor's buffer): the tree with the macro names
+    blanked, when that parse has fewer errors; else `tree`. (parse_source blanks them before
+    its one parse: on redis, curl, abseil-cpp and nlohmann-json that lost no real definition.)"""
+    spans = hiding_macro_names(source)
+    errors = _errors(tree) if spans else []
     if not _any_error_near(errors, spans):
         return tree  # the names derailed nothing: a reparse would only cost time
-    masked = bytearray(source)
     # The blanked names keep their length, so the old tree, told where they were, is reparsed
-    # incrementally: tree-sitter reuses what the names did not derail (most of an abseil file).
+    # incrementally: tree-sitter reuses what the names did not derail.
     edited = tree.copy()
     row, counted = 0, 0  # rows before byte `counted`; the spans come in order
     for start, end in spans:
-        masked[start:end] = re.sub(rb"[^\n]", b" ", source[start:end])  # lines stay where they are
         row += source.count(b"\n", counted, start)
         end_row = row + source.count(b"\n", start, end)
         start_point = (row, start - (source.rfind(b"\n", 0, start) + 1))
         end_point = (end_row, end - (source.rfind(b"\n", 0, end) + 1))
         edited.edit(start, end, end, start_point, end_point, end_point)
         counted = start
-    candidate = parser(language).parse(bytes(masked), edited)
+    candidate = parser(language).parse(blanked(source, spans), edited)
     if not candidate.root_node.has_error or _error_bytes(_errors(candidate)) < _error_bytes(errors):
         return candidate
     return tree
