@@ -114,8 +114,8 @@ def semble_chart(runs: Sequence[RepoRun], repos: dict[str, SembleRepo], path: Pa
     parsed = {r.language for r in runs if r.parsed}
     labels = [x if x in parsed else f"{x}\n({NOT_PARSED})" for x in languages]
     mode = "hybrid" if embeddings else "lexical, no embeddings"
-    return grouped_bars(path, f"semble's benchmark, NDCG@10 per language ({len(runs)} repositories): "
-                              f"prism find ({mode}) vs semble's published",
+    return grouped_bars(path, f"semble's benchmark ({len(runs)} repositories), NDCG@10: prism find ({mode}) "
+                              "vs semble's published",
                         labels, {f"prism ({'hybrid' if embeddings else 'lexical'})": [ours[x] for x in languages],
                                     "semble (published)": [theirs[x] for x in languages],
                                     "semble unranked-bm25": [plain[x] for x in languages]},
