@@ -62,13 +62,15 @@ def test_definition_hover_note(index):
     note = describe(index, at(index, "pkg/core.py", "def build(", "build"))
     assert note.symbol.found_at == "definition"
     assert note.summary == "Build an inventory holding one item."  # the comment above it
-    assert note.callers == ["main (tools/report.py:8)", "module code (pkg/core.py:48)"]
-    assert note.callees == ["Inventory (pkg/core.py:12)", "helper (pkg/util.py:9)"]
+    # Module-level code is named by its call's line.
+    assert note.callers == ["main (tools/report.py:8)", "module code (pkg/core.py:49)"]
+    assert note.callees == ["Inventory (pkg/core.py:12)", "Inventory.add (pkg/core.py:26)",
+                            "helper (pkg/util.py:9)"]
     text = note.markdown()
     assert text.startswith("```python\ndef build(item: str, count: int = 1) -> Inventory\n```")
     assert "function `build`, defined in `pkg/core.py:42`" in text
-    assert "callers: 2 (`main (tools/report.py:8)`, `module code (pkg/core.py:48)`)" in text
-    assert "callees: 2" in text
+    assert "callers: 2 (`main (tools/report.py:8)`, `module code (pkg/core.py:49)`)" in text
+    assert "callees: 3" in text
 
 
 def test_docstring_summary_is_the_first_paragraph(index):
@@ -83,7 +85,8 @@ def test_methods_and_nested_functions(index):
     method = at(index, "pkg/core.py", "def add(", "add")
     assert method.qualname == "Inventory.add" and method.kind == "method"
     callers, callees = call_links(index.graph, method.node)
-    assert {index.graph.g.nodes[n]["qualname"] for n in callers} == {"Inventory.load"}
+    # build() calls it on `inventory = Inventory("main")`: a local typed by its constructor.
+    assert {index.graph.g.nodes[n]["qualname"] for n in callers} == {"Inventory.load", "build"}
     assert {index.graph.g.nodes[n]["qualname"] for n in callees} == {"helper"}
     nested = at(index, "pkg/core.py", "rows = [parse(line)", "parse")
     assert nested.qualname == "Inventory.load.parse" and nested.found_at == "call"
@@ -109,8 +112,9 @@ def test_nothing_to_say_is_none(index):
     assert symbol_at(index, "pkg/core.py", 2, 0) is None  # an empty line
     assert symbol_at(index, "pkg/core.py", 999, 0) is None
     assert at(index, "pkg/core.py", "import logging", "logging") is None  # a name, not a definition
-    # A call the graph does not resolve (a method on a local variable).
-    assert at(index, "pkg/core.py", "inventory.add(item", "add") is None
+    # A call that does not resolve: a method of a value of unknown type (a str here).
+    assert at(index, "pkg/core.py", "line.strip()", "strip") is None
+    assert at(index, "pkg/core.py", "inventory.add(item", "add").qualname == "Inventory.add"
 
 
 def test_cursor_just_after_the_name(index):

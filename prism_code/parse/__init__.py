@@ -4,17 +4,19 @@ from __future__ import annotations
 
 from prism_code.parse.extract import extract
 from prism_code.parse.languages import LANGUAGES, language_for_path, language_for_source, parser
-from prism_code.parse.model import CallSite, Definition, Import, ParsedFile
+from prism_code.parse.model import Binding, CallSite, Definition, Import, ParsedFile
 
 # Bumped whenever the same source would now be extracted differently (a grammar choice, a
 # new kind of definition): an index whose files were parsed by another version parses them
 # all again on its next update, keeping its notes, instead of serving the old parses of
-# unchanged files. 2: C++ `.h` headers, Java methods without a body.
-PARSER_VERSION = 2
+# unchanged files. 2: C++ `.h` headers, Java methods without a body. 3: bindings, class bases
+# and stubs (call resolution), TypeScript abstract and interface methods.
+PARSER_VERSION = 3
 
 __all__ = [
     "LANGUAGES",
     "PARSER_VERSION",
+    "Binding",
     "CallSite",
     "Definition",
     "Import",

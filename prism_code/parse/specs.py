@@ -82,11 +82,17 @@ def _typescript() -> LanguageSpec:
         "interface_declaration": defs.named("class"),
         "enum_declaration": defs.named("class"),
         "public_field_definition": defs.js_field("name"),
+        # Bodiless methods: an abstract class's, and an interface's (only there: a type
+        # literal's and an overload's signatures are no definitions).
+        "abstract_method_signature": defs.named("function"),
+        "method_signature": defs.named("function"),
     }
-    node_types = [t for t in definitions if t not in ("variable_declarator", "public_field_definition")]
+    node_types = [t for t in definitions
+                  if t not in ("variable_declarator", "public_field_definition", "method_signature")]
     patterns = (
         _alternatives(node_types, "definition")
         + f"\n(public_field_definition name: (_) value: [{_JS_FUNCTION_TYPES}]) @definition"
+        + "\n(interface_body (method_signature) @definition)"
         + _JS_PATTERNS
     )
     return LanguageSpec(definitions, _JS_IMPORTS, patterns, doc_wrappers=_JS_WRAPPERS)

@@ -1,0 +1,657 @@
+"""Which definitions a call site really calls: scopes, imports and class hierarchies (issue #26).
+
+A call is resolved the way a careful reader resolves it, from what the parse recorded
+(prism_code.parse.bindings):
+
+- a bare name is looked up in the calling function, then the functions around it, then the
+  module (its definitions, assignments and imports, the last binding winning), then
+  `from m import *`; a name bound nowhere is a builtin or undefined and calls nothing here.
+  A local variable or parameter shadows the module's definition of that name, and a name
+  an import binds from outside the repository (`from datetime import date`) never reaches
+  into it;
+- `a.b.m()` follows `a` (a module, a class, an instance), then each attribute: a module's
+  own names and submodules, a class's members along its method resolution order;
+- instances are known from simple local evidence only: a parameter or variable annotated
+  with a class, `x = Class(...)` (or a function whose return annotation names a class),
+  `self.x = Class(...)` in any method, module-level `x = Class()`;
+- `self.m()` / `this.m()` / `cls.m()` look in the calling method's class and then its bases;
+  `super().m()` in the bases only; a base from outside the repository may define anything,
+  so a lookup that reaches one stops there without an answer;
+- a call to a class (`Dog(...)`, `new Dog()`) is a call of the class definition itself, not
+  of its `__init__` / `constructor` (the convention of the call graph benchmark);
+- a name that holds a function or class by assignment (`factory = Dog`, a class attribute
+  `set_class = OrderedSet`) is followed to find what it holds, but calling it is not counted
+  as a call of that definition: the name may be rebound (a subclass sets its own class
+  attribute), and jedi's goto, the reference we measure against, stops there too. A property
+  is read as the value its return annotation names.
+
+Python, JavaScript and TypeScript are resolved this way. The other languages keep the
+graph's older, conservative rules (`_conservative`): same class, same file, an imported
+symbol or module, and a name defined once in the repository.
+
+Results are (path, qualname) pairs; the graph turns them into node ids. Every lookup
+records which files it read, so the graph can tell which files' calls an edit may change.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Literal
+
+from prism_code.parse.bindings import annotation_class, dotted
+from prism_code.parse.model import Binding, CallSite, Definition, Import, ParsedFile
+from prism_code.parse.resolve import ModuleResolver
+
+Target = tuple[str, str]  # (path, qualname) of a definition
+ValueKind = Literal["module", "class", "instance", "function"]
+
+# Languages resolved through scopes and bindings; the others use _conservative.
+SCOPED_LANGUAGES = frozenset({"python", "javascript", "typescript", "tsx"})
+# A name defined in more places than this is not linked by name alone (conservative rules):
+# linking `get` or `run` to every definition of that name would be noise, not structure.
+MAX_GLOBAL_CANDIDATES = 1
+# Bases from outside the repository that define no ordinary methods: a lookup may pass them.
+_EMPTY_BASES = frozenset({
+    "object", "ABC", "abc.ABC", "Generic", "typing.Generic", "Protocol", "typing.Protocol",
+    "typing_extensions.Protocol", "ABCMeta", "abc.ABCMeta",
+})
+# How the receiver of an instance method, and of a class method, is spelled.
+_SELF = frozenset({"self", "this"})
+_CLS = "cls"
+_PROPERTY_DECORATORS = frozenset({"property", "cached_property", "setter", "getter", "deleter"})
+_SUPER = re.compile(r"super(?:\(\s*\)|\(\s*([\w.]+)\s*,\s*\w+\s*\))?")
+
+
+@dataclass(frozen=True)
+class Value:
+    """What an expression denotes: a module (its file), a class, an instance of a class, a function."""
+
+    kind: ValueKind
+    path: str
+    qualname: str = ""  # "" for a module
+    # Reached through an assignment (`factory = Dog`): followed, but not a call of Dog.
+    via_assignment: bool = field(default=False, compare=False)
+
+
+# A base the repository does not define: it may define any member.
+_OPAQUE = Value("class", "", "?")
+
+
+@dataclass
+class FileResolution:
+    """One file's resolved calls and overrides, and the files read to resolve them."""
+
+    calls: list[tuple[CallSite, list[Target]]]
+    overrides: list[tuple[Target, Target]]  # (method, the method it overrides)
+    consulted: frozenset[str]
+
+
+@dataclass
+class _FileIndex:
+    """One file's definitions, bindings and imports by scope and name."""
+
+    pf: ParsedFile
+    by_qualname: dict[str, Definition]
+    members: dict[str | None, dict[str, list[Definition]]]  # parent qualname -> name -> definitions
+    bindings: dict[str | None, dict[str, list[Binding]]]  # scope -> name -> bindings
+    imports: dict[str | None, dict[str, list[tuple[Import, str | None]]]]  # scope -> bound name -> import
+    star_imports: dict[str | None, list[Import]] = field(default_factory=dict)
+    # class qualname -> attribute -> `self.attr = ...` bindings of its methods
+    attributes: dict[str, dict[str, list[Binding]]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class _Done:
+    """A memoized result and the files computing it read."""
+
+    value: object
+    reads: frozenset[str]
+
+
+_IN_PROGRESS = object()  # a memo entry being computed: asking for it again is a cycle
+
+
+class CallResolver:
+    """Resolves the calls of files against a set of parsed files; results are memoized for
+    the resolver's lifetime, so make one per graph update (the files must not change)."""
+
+    def __init__(self, files: Mapping[str, ParsedFile], modules: ModuleResolver,
+                 named: Callable[[str], Iterable[Target]]) -> None:
+        self.files = files
+        self.modules = modules
+        self.named = named  # every definition with this name, anywhere (conservative rules)
+        self._indexes: dict[str, _FileIndex] = {}
+        self._memo: dict[tuple[object, ...], object] = {}  # key -> _Done or _IN_PROGRESS
+        self._reads: list[set[str]] = [set()]
+
+    # ---- entry points ---------------------------------------------------------------------
+
+    def resolve_file(self, pf: ParsedFile) -> FileResolution:
+        self._reads = [{pf.path}]
+        calls = [(call, self.resolve_call(pf, call)) for call in pf.calls]
+        overrides = self._overrides(pf) if pf.language in SCOPED_LANGUAGES else []
+        return FileResolution(calls, overrides, frozenset(self._reads[0]))
+
+    def resolve_call(self, pf: ParsedFile, call: CallSite) -> list[Target]:
+        if pf.language not in SCOPED_LANGUAGES:
+            return self._conservative(pf, call)
+        value = self._callee(pf.path, call)
+        if value is None or value.kind not in ("function", "class") or value is _OPAQUE or value.via_assignment:
+            return []
+        return [(value.path, value.qualname)]
+
+    # ---- memo with the files each result read ---------------------------------------------
+
+    def _memoized(self, key: tuple[object, ...], compute: Callable[[], object], cycle: object) -> object:
+        """compute() once per key; a key asked for while it is computed (`a = b; b = a`, a
+        class among its own bases) gets `cycle`. The files a result read count as read again
+        by every later use of it."""
+        hit = self._memo.get(key)
+        if hit is _IN_PROGRESS:
+            return cycle
+        if isinstance(hit, _Done):
+            self._reads[-1] |= hit.reads
+            return hit.value
+        self._memo[key] = _IN_PROGRESS
+        self._reads.append(set())
+        value = cycle
+        try:
+            value = compute()
+        finally:
+            reads = frozenset(self._reads.pop())
+            self._memo[key] = _Done(value, reads)
+            self._reads[-1] |= reads
+        return value
+
+    def _memoized_value(self, key: tuple[object, ...], compute: Callable[[], Value | None]) -> Value | None:
+        value = self._memoized(key, compute, None)
+        return value if isinstance(value, Value) else None
+
+    def _index(self, path: str) -> _FileIndex | None:
+        pf = self.files.get(path)
+        if pf is None:
+            return None
+        self._reads[-1].add(path)
+        index = self._indexes.get(path)
+        if index is None or index.pf is not pf:
+            index = self._indexes[path] = _build_index(pf)
+        return index
+
+    # ---- names ----------------------------------------------------------------------------
+
+    def _callee(self, path: str, call: CallSite) -> Value | None:
+        scope, receiver = call.caller, call.receiver
+        if receiver is None:
+            return self._lookup(path, scope, call.name, call.line)[1]
+        sup = _SUPER.fullmatch(receiver)
+        if sup is not None:
+            cls = (self._expression(path, scope, sup.group(1), call.line) if sup.group(1)
+                   else self._own_class(path, scope))
+            if cls is None or cls.kind != "class":
+                return None
+            return self._member_in_bases(cls, call.name)
+        owner = self._expression(path, scope, receiver, call.line)
+        return self._attribute(owner, call.name) if owner is not None else None
+
+    def _lookup(self, path: str, scope: str | None, name: str, line: int | None) -> tuple[bool, Value | None]:
+        """(whether `name` is bound where `scope` sees it, what it denotes if known)."""
+        index = self._index(path)
+        if index is None:
+            return False, None
+        current = scope
+        while current is not None:
+            definition = index.by_qualname.get(current)
+            if definition is None:
+                break
+            # A class body's names are not seen from inside its methods.
+            if definition.kind != "class" or current == scope:
+                found, value = self._bound_in(index, current, name, line)
+                if found:
+                    return True, value
+            current = definition.parent
+        return self._module_name(path, name)
+
+    def _module_name(self, path: str, name: str) -> tuple[bool, Value | None]:
+        key = ("module-name", path, name)
+        found = self._memoized_value(key, lambda: self._module_name_value(path, name))
+        if found is _UNBOUND:
+            return False, None
+        return True, found
+
+    def _module_name_value(self, path: str, name: str) -> Value | None:
+        index = self._index(path)
+        if index is None:
+            return _UNBOUND
+        found, value = self._bound_in(index, None, name, None)
+        if found:
+            return value
+        for imp in index.star_imports.get(None, ()):
+            for target in self._import_files(path, imp):
+                if target != path:
+                    found, value = self._module_name(target, name)
+                    if found:
+                        return value
+        return _UNBOUND
+
+    def _bound_in(self, index: _FileIndex, scope: str | None, name: str,
+                  line: int | None) -> tuple[bool, Value | None]:
+        """The binding of `name` in exactly this scope that is in effect at `line` (the last one
+        on an earlier line: `x = x.parent()` reads the previous `x`; else the last one, which a
+        loop or a later call may see); definitions win ties."""
+        entries: list[tuple[int, int, object]] = []
+        for definition in index.members.get(scope, {}).get(name, ()):
+            entries.append((definition.start_line, 1, definition))
+        for binding in index.bindings.get(scope, {}).get(name, ()):
+            entries.append((binding.line, 0, binding))
+        for imp, imported in index.imports.get(scope, {}).get(name, ()):
+            entries.append((imp.line, 1, (imp, imported)))
+        if not entries:
+            return False, None
+        entries.sort(key=lambda entry: (entry[0], entry[1]))
+        before = [entry for entry in entries if line is None or entry[0] < line]
+        chosen = (before or entries)[-1][2]
+        path = index.pf.path
+        if isinstance(chosen, Definition):
+            return True, _definition_value(path, chosen)
+        if isinstance(chosen, Binding):
+            return True, self._binding_value(path, chosen)
+        imp, imported = chosen  # type: ignore[misc]
+        return True, self._import_value(path, imp, imported)
+
+    def _binding_value(self, path: str, binding: Binding) -> Value | None:
+        if binding.kind == "local" or not binding.evidence:
+            return None
+        key = ("binding", path, binding.scope, binding.name, binding.line, binding.evidence)
+
+        def compute() -> Value | None:
+            # The evidence is read where the binding is, just before it (`x = x.child`).
+            value = self._expression(path, binding.scope, binding.evidence, binding.line)
+            if binding.kind == "instance":
+                return self._instance_of(value)
+            return replace(value, via_assignment=True) if value is not None else None
+        return self._memoized_value(key, compute)
+
+    def _instance_of(self, value: Value | None) -> Value | None:
+        """An instance of a class; what a function's return annotation names."""
+        if value is None or value is _OPAQUE:
+            return None
+        if value.kind == "class":
+            return Value("instance", value.path, value.qualname)
+        if value.kind != "function":
+            return None
+        index = self._index(value.path)
+        definition = index.by_qualname.get(value.qualname) if index is not None else None
+        returned = _return_annotation(definition.signature) if definition is not None else ""
+        if not returned or definition is None:
+            return None
+        named = self._expression(value.path, definition.parent, returned, None)
+        return Value("instance", named.path, named.qualname) if named is not None and named.kind == "class" \
+            and named is not _OPAQUE else None
+
+    def _expression(self, path: str, scope: str | None, text: str, line: int | None) -> Value | None:
+        """What a dotted expression denotes in `scope`: `self.pet`, `registry`, `zoo.dates`."""
+        if not text or not dotted(text):
+            return None
+        head, *rest = text.split(".")
+        value: Value | None
+        if head in _SELF or head == _CLS:
+            own = self._own_class(path, scope)
+            found, local = self._lookup(path, scope, head, line)
+            if own is None or (found and local is not None):
+                value = local  # not a method, or the name was given a known value
+            else:
+                value = own if head == _CLS else Value("instance", own.path, own.qualname)
+        else:
+            value = self._lookup(path, scope, head, line)[1]
+        for name in rest:
+            if value is None:
+                return None
+            value = self._attribute(value, name)
+        return value
+
+    def _own_class(self, path: str, scope: str | None) -> Value | None:
+        """The class of the method around `scope` (a nested function sees its method's `self`)."""
+        index = self._index(path)
+        if index is None:
+            return None
+        current = scope
+        while current is not None:
+            definition = index.by_qualname.get(current)
+            if definition is None:
+                return None
+            parent = index.by_qualname.get(definition.parent) if definition.parent else None
+            if definition.kind != "class" and parent is not None and parent.kind == "class":
+                return Value("class", path, parent.qualname)
+            current = definition.parent
+        return None
+
+    # ---- imports --------------------------------------------------------------------------
+
+    def _import_files(self, path: str, imp: Import) -> list[str]:
+        pf = self.files.get(path)
+        return self.modules.resolve(imp, path, pf.language) if pf is not None else []
+
+    def _import_value(self, path: str, imp: Import, imported: str | None) -> Value | None:
+        key = ("import", path, imp, imported)
+        return self._memoized_value(key, lambda: self._import_value_now(path, imp, imported))
+
+    def _import_value_now(self, path: str, imp: Import, imported: str | None) -> Value | None:
+        language = self.files[path].language if path in self.files else ""
+        if imported is None:  # the import binds a module
+            module = imp
+            if language == "python" and not imp.alias and not imp.level and "." in imp.module:
+                module = Import(imp.module.split(".")[0], imp.line)  # `import a.b` binds `a`
+            files = self.modules.resolve(Import(module.module, imp.line, (), None, module.level), path, language)
+            return Value("module", files[0]) if files else None
+        if language == "python":
+            submodule = self.modules.resolve(Import(_join_module(imp.module, imported), imp.line, (), None,
+                                                    imp.level), path, language)
+            if submodule:
+                return Value("module", submodule[0])
+            files = self.modules.resolve(Import(imp.module, imp.line, (), None, imp.level), path, language)
+        else:
+            files = self.modules.resolve(Import(imp.module, imp.line), path, language)
+        for target in files:
+            if target == path:
+                continue
+            if imported == "*":
+                return Value("module", target)
+            found, value = self._module_name(target, imported)
+            if found:
+                return value
+        return None
+
+    # ---- members --------------------------------------------------------------------------
+
+    def _attribute(self, owner: Value, name: str) -> Value | None:
+        if owner is _OPAQUE:
+            return None
+        if owner.kind == "module":
+            found, value = self._module_name(owner.path, name)
+            if found:
+                return value
+            submodule = self._submodule(owner.path, name)
+            return Value("module", submodule) if submodule else None
+        if owner.kind in ("class", "instance"):
+            return self._member(Value("class", owner.path, owner.qualname), name, owner.kind == "instance")
+        return None
+
+    def _submodule(self, path: str, name: str) -> str | None:
+        if posixpath.basename(path) not in ("__init__.py", "__init__.pyi"):
+            return None
+        directory = posixpath.dirname(path)
+        for candidate in (f"{directory}/{name}.py" if directory else f"{name}.py",
+                          posixpath.join(directory, name, "__init__.py")):
+            if candidate in self.files:
+                self._reads[-1].add(candidate)
+                return candidate
+        return None
+
+    def _member(self, cls: Value, name: str, on_instance: bool) -> Value | None:
+        """`name` looked up along the class's method resolution order."""
+        for ancestor in self._mro(cls):
+            if ancestor is _OPAQUE:
+                return None
+            found, value = self._own_member(ancestor, name, on_instance)
+            if found:
+                return value
+        return None
+
+    def _member_in_bases(self, cls: Value, name: str) -> Value | None:
+        """`super().name`: the nearest class after `cls` in its order that defines a method `name`."""
+        for ancestor in self._mro(cls)[1:]:
+            if ancestor is _OPAQUE:
+                return None
+            found, value = self._own_member(ancestor, name, on_instance=False)
+            if found:
+                return value
+        return None
+
+    def _own_member(self, cls: Value, name: str, on_instance: bool) -> tuple[bool, Value | None]:
+        index = self._index(cls.path)
+        if index is None:
+            return False, None
+        definitions = index.members.get(cls.qualname, {}).get(name)
+        if definitions:
+            definition = definitions[-1]
+            if _is_property(definition):
+                value = self._instance_of(_definition_value(cls.path, definition))
+                return True, replace(value, via_assignment=True) if value is not None else None
+            return True, _definition_value(cls.path, definition)
+        found, value = self._bound_in(index, cls.qualname, name, None)
+        if found:
+            return True, value
+        if on_instance:
+            assigned = index.attributes.get(cls.qualname, {}).get(name)
+            if assigned:
+                # `self.x = None` beside `self.x = Dog()` still makes a dog of `self.x`.
+                values = {self._binding_value(cls.path, binding) for binding in assigned} - {None}
+                return True, values.pop() if len(values) == 1 else None
+        return False, None
+
+    def _mro(self, cls: Value) -> list[Value]:
+        unknown = [cls, _OPAQUE]  # a class among its own bases has no order we can trust
+        order = self._memoized(("mro", cls.path, cls.qualname), lambda: self._linearize(cls), unknown)
+        return order if isinstance(order, list) else unknown
+
+    def _linearize(self, cls: Value) -> list[Value]:
+        """C3 linearization (Python's method resolution order); an unknown base ends the order."""
+        index = self._index(cls.path)
+        definition = index.by_qualname.get(cls.qualname) if index is not None else None
+        if definition is None:
+            return [cls, _OPAQUE]
+        bases: list[Value] = []
+        for text in definition.bases:
+            if text in _EMPTY_BASES:
+                continue
+            base = self._expression(cls.path, definition.parent, text, definition.start_line)
+            bases.append(base if base is not None and base.kind == "class" else _OPAQUE)
+        if not bases:
+            return [cls]
+        orders = [self._mro(base) if base is not _OPAQUE else [_OPAQUE] for base in bases]
+        return [cls, *_c3_merge([*orders, bases])]
+
+    # ---- overrides ------------------------------------------------------------------------
+
+    def _overrides(self, pf: ParsedFile) -> list[tuple[Target, Target]]:
+        """(method, what it overrides) for every method of this file's classes: per direct base,
+        the nearest definition of that name along the base's order."""
+        found: list[tuple[Target, Target]] = []
+        for definition in pf.definitions:
+            if definition.kind != "class" or not definition.bases:
+                continue
+            cls = Value("class", pf.path, definition.qualname)
+            order = self._mro(cls)
+            methods = [d for d in pf.definitions if d.parent == definition.qualname and d.kind == "method"]
+            if not methods:
+                continue
+            for method in methods:
+                seen: set[Target] = set()
+                for ancestor in order[1:]:
+                    if ancestor is _OPAQUE:
+                        break
+                    index = self._index(ancestor.path)
+                    overridden = index.members.get(ancestor.qualname, {}).get(method.name) if index else None
+                    if overridden and overridden[-1].kind == "method":
+                        target = (ancestor.path, overridden[-1].qualname)
+                        if target not in seen:
+                            seen.add(target)
+                            found.append(((pf.path, method.qualname), target))
+                        break
+        return found
+
+    # ---- conservative rules (languages without bindings) -----------------------------------
+
+    def _conservative(self, pf: ParsedFile, call: CallSite) -> list[Target]:
+        """Same class for `this`/`self`, same file, imported symbols and modules, else a name
+        defined once in the repository."""
+        name, receiver = call.name, call.receiver
+        candidates = sorted(set(self.named(name)))
+        if not candidates:
+            return []
+        imported_files, imported_symbols = self._conservative_imports(pf)
+        if receiver in (None, "self", "this", "cls", "super()"):
+            local = [c for c in candidates if c[0] == pf.path]
+            if receiver in ("self", "this", "cls") and call.caller and "." in call.caller:
+                cls = call.caller.rsplit(".", 1)[0]
+                in_class = [c for c in local if c[1] == f"{cls}.{name}"]
+                if in_class:
+                    return in_class
+            if local:
+                return local
+            if receiver is None and name in imported_symbols:
+                return imported_symbols[name]
+        else:
+            head = receiver.split(".")[0]
+            files = imported_files.get(receiver) or imported_files.get(head) or []
+            hits = [c for c in candidates if c[0] in files]
+            if hits:
+                return hits
+            classes = [s for s in imported_symbols.get(head, []) if self._kind(s) == "class"]
+            methods = [c for c in candidates for s in classes if c == (s[0], f"{s[1]}.{name}")]
+            if methods:
+                return methods
+        if len(candidates) <= MAX_GLOBAL_CANDIDATES:
+            for path, _qualname in candidates:
+                self._index(path)
+            return candidates
+        return []
+
+    def _kind(self, target: Target) -> str:
+        index = self._index(target[0])
+        definition = index.by_qualname.get(target[1]) if index is not None else None
+        return definition.kind if definition is not None else ""
+
+    def _conservative_imports(self, pf: ParsedFile) -> tuple[dict[str, list[str]], dict[str, list[Target]]]:
+        key = ("conservative-imports", pf.path)
+        hit = self._memo.get(key)
+        if isinstance(hit, tuple):
+            return hit
+        files: dict[str, list[str]] = {}
+        symbols: dict[str, list[Target]] = {}
+        for imp in pf.imports:
+            for target in self._import_files(pf.path, imp):
+                self._reads[-1].add(target)
+                for name, alias in imp.names:
+                    index = self._index(target)
+                    if index is not None and name in index.by_qualname:
+                        symbols.setdefault(alias or name, []).append((target, name))
+                local = imp.alias or (imp.module.split(".")[-1] if not imp.names else None)
+                if local:
+                    files.setdefault(local, []).append(target)
+                for name, alias in imp.names:
+                    files.setdefault(alias or name, []).append(target)
+        self._memo[key] = (files, symbols)
+        return files, symbols
+
+
+# Returned by a module-level lookup for a name the module does not bind (not None: a bound
+# name may be of unknown value, and that shadows what a star import would give).
+_UNBOUND = Value("module", "", "unbound")
+
+
+def _is_property(definition: Definition) -> bool:
+    """A method read as an attribute: `@property`, `@cached_property`, `@x.setter`."""
+    return any(decorator.rsplit(".", 1)[-1] in _PROPERTY_DECORATORS for decorator in definition.decorators)
+
+
+def _definition_value(path: str, definition: Definition) -> Value:
+    return Value("class" if definition.kind == "class" else "function", path, definition.qualname)
+
+
+def _join_module(module: str, name: str) -> str:
+    return f"{module}.{name}" if module else name
+
+
+def _return_annotation(signature: str) -> str:
+    """The class a signature's return annotation names: `def f() -> Dog`, `f(): Dog`."""
+    if "->" in signature:
+        return annotation_class(signature.rsplit("->", 1)[1].rstrip(":").strip())
+    start = signature.find("(")
+    if start < 0:
+        return ""
+    depth = 0
+    for position in range(start, len(signature)):
+        if signature[position] in "([{<":
+            depth += 1
+        elif signature[position] in ")]}>" and signature[position - 1] != "=":  # `=>` is no bracket
+            depth -= 1
+            if depth == 0:
+                rest = signature[position + 1:].strip()
+                return annotation_class(rest[1:].rstrip("{").strip()) if rest.startswith(":") else ""
+    return ""
+
+
+def _c3_merge(sequences: list[list[Value]]) -> list[Value]:
+    """C3 merge, cut after the first unknown base (what follows it cannot be trusted to come
+    first); an inconsistent hierarchy falls back to depth-first order without repeats."""
+    pending = [list(sequence) for sequence in sequences if sequence]
+    merged: list[Value] = []
+    while pending:
+        for sequence in pending:
+            head = sequence[0]
+            if head is _OPAQUE or not any(head in other[1:] for other in pending):
+                break
+        else:
+            flat = [item for sequence in sequences for item in sequence]
+            return merged + [item for item in dict.fromkeys(flat) if item not in merged]
+        merged.append(head)
+        if head is _OPAQUE:
+            return merged
+        pending = [rest for rest in ([item for item in sequence if item != head] for sequence in pending) if rest]
+    return merged
+
+
+def _build_index(pf: ParsedFile) -> _FileIndex:
+    by_qualname = {d.qualname: d for d in pf.definitions}
+    members: dict[str | None, dict[str, list[Definition]]] = defaultdict(lambda: defaultdict(list))
+    for definition in pf.definitions:
+        members[definition.parent][definition.name].append(definition)
+    bindings: dict[str | None, dict[str, list[Binding]]] = defaultdict(lambda: defaultdict(list))
+    attributes: dict[str, dict[str, list[Binding]]] = defaultdict(lambda: defaultdict(list))
+    for binding in pf.bindings:
+        head, _, attribute = binding.name.partition(".")
+        if not attribute:
+            bindings[binding.scope][binding.name].append(binding)
+            continue
+        method = by_qualname.get(binding.scope) if binding.scope else None
+        owner = by_qualname.get(method.parent) if method is not None and method.parent else None
+        if head in _SELF and owner is not None and owner.kind == "class":
+            attributes[owner.qualname][attribute].append(binding)
+    imports: dict[str | None, dict[str, list[tuple[Import, str | None]]]] = defaultdict(lambda: defaultdict(list))
+    star_imports: dict[str | None, list[Import]] = defaultdict(list)
+    scope_of_line = _scope_finder(pf.definitions)
+    for imp in pf.imports:
+        scope = scope_of_line(imp.line)
+        if not imp.names:
+            bound = imp.alias or (imp.module.split(".")[0] if pf.language == "python" else None)
+            if bound:
+                imports[scope][bound].append((imp, None))
+            continue
+        for name, alias in imp.names:
+            if name == "*" and alias is None:
+                star_imports[scope].append(imp)
+            elif name == "*":
+                imports[scope][alias or ""].append((imp, "*"))
+            else:
+                imports[scope][alias or name].append((imp, name))
+    return _FileIndex(pf, by_qualname, members, bindings, imports, star_imports, attributes)
+
+
+def _scope_finder(definitions: list[Definition]) -> Callable[[int], str | None]:
+    """A function from a line to the innermost definition around it (None: module level)."""
+    spans = sorted(definitions, key=lambda d: (d.start_line, -d.end_line))
+
+    def scope(line: int) -> str | None:
+        inner = None
+        for definition in spans:
+            if definition.start_line > line:
+                break
+            if definition.start_line < line <= definition.end_line:
+                inner = definition.qualname
+        return inner
+    return scope
