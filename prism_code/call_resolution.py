@@ -88,6 +88,9 @@ class FileResolution:
     calls: list[tuple[CallSite, list[Target]]]
     overrides: list[tuple[Target, Target]]  # (method, the method it overrides)
     consulted: frozenset[str]
+    # Calls left unresolved whose name is defined once in the repository, on a receiver of
+    # unknown type: maybe that definition (see name_matches). Never presented as calls.
+    name_matches: list[tuple[CallSite, Target]] = field(default_factory=list)
 
 
 @dataclass
@@ -133,8 +136,39 @@ class CallResolver:
     def resolve_file(self, pf: ParsedFile) -> FileResolution:
         self._reads = [{pf.path}]
         calls = [(call, self.resolve_call(pf, call)) for call in pf.calls]
-        overrides = self._overrides(pf) if pf.language in SCOPED_LANGUAGES else []
-        return FileResolution(calls, overrides, frozenset(self._reads[0]))
+        if pf.language not in SCOPED_LANGUAGES:
+            return FileResolution(calls, [], frozenset(self._reads[0]))
+        overrides = self._overrides(pf)
+        matches = [(call, target) for call, targets in calls if not targets
+                   for target in self.name_matches(pf, call)]
+        return FileResolution(calls, overrides, frozenset(self._reads[0]), matches)
+
+    def name_matches(self, pf: ParsedFile, call: CallSite) -> list[Target]:
+        """The one definition named like an unresolved method call, when its receiver is of
+        unknown type but not something imported from outside the repository. Measured
+        against jedi on tomlkit, marshmallow and wtforms, such a guess is right 39 times in
+        91 (for a bare name or an outside receiver, 0 in 21): a relation, not a call."""
+        receiver = call.receiver
+        if receiver is None or _SUPER.fullmatch(receiver):
+            return []
+        head = receiver.split(".", 1)[0]
+        if dotted(head) and head in self._outside_names(pf.path):
+            return []
+        candidates = list(dict.fromkeys(self.named(call.name)))
+        return candidates if len(candidates) == 1 else []
+
+    def _outside_names(self, path: str) -> frozenset[str]:
+        """Names the file's imports bind from outside the repository."""
+        key = ("outside-names", path)
+        hit = self._memo.get(key)
+        if isinstance(hit, _Done) and isinstance(hit.value, frozenset):
+            return hit.value
+        index = self._index(path)
+        names = frozenset(name for scoped in (index.imports.values() if index else ())
+                          for name, imports in scoped.items()
+                          if all(not self._import_files(path, imp) for imp, _ in imports))
+        self._memo[key] = _Done(names, frozenset({path}))
+        return names
 
     def resolve_call(self, pf: ParsedFile, call: CallSite) -> list[Target]:
         if pf.language not in SCOPED_LANGUAGES:

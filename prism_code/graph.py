@@ -31,6 +31,11 @@ FILE_ROOT_WEIGHT = 1.0
 SYNTAX_WEIGHT = 0.5
 CALL_WEIGHT = 0.8
 IMPORT_WEIGHT = 0.8
+# A method call whose receiver's type is unknown, linked to the one definition of that name
+# in the repository: right in 39 of 91 such calls (43%) on tomlkit, marshmallow and wtforms
+# against jedi, so it weighs that share of a call (0.43 * 0.8). It relates code for FragRel;
+# it is never shown as a call (the resolved calls are).
+NAME_MATCH_WEIGHT = 0.35
 
 # Directory edges belong to no single file: they are owned by this pseudo-file.
 _TREE_OWNER = ""
@@ -370,6 +375,10 @@ class CodeGraph:
                 if callee in self.g and caller in self.g:
                     resolved[ResolvedCall(caller, callee, call.line)] = None
                     self._add_edge(owner, source, callee, CALL_WEIGHT)
+        for call, (path, qualname) in resolution.name_matches:
+            callee = def_node(path, qualname)
+            if callee in self.g:
+                self._add_edge(owner, owner_of_line(call.line), callee, NAME_MATCH_WEIGHT)
         overrides = [(def_node(*method), def_node(*base)) for method, base in resolution.overrides]
         self._record(pf.path, list(resolved), overrides, frozenset(consulted | resolution.consulted))
 

@@ -125,6 +125,8 @@ _NOTE_HEADINGS = {
     "llm": "*Memory note (written by the model for this version of the function)*",
     "deterministic": "*Memory note (from the signature, docstring and call graph; the model "
                      "has not noted this version yet)*",
+    "stub": "*Memory note (from the signature, docstring and call graph: the body does nothing, "
+            "so the model is not asked to describe it)*",
 }
 
 
