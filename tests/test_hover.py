@@ -292,3 +292,45 @@ def test_few_parsed_buffers_are_kept(index):
     assert buffers.stats()["kept"] == 1 and buffers.stats()["keptBytes"] == len(big)
     buffers.discard("big.py")
     assert buffers.stats()["kept"] == 0
+
+
+CALLREPO = Path(__file__).parent / "fixtures" / "callrepo"
+
+
+@pytest.fixture(scope="module")
+def zoo(tmp_path_factory: pytest.TempPathFactory) -> RepoIndex:
+    root = tmp_path_factory.mktemp("zoo") / "callrepo"
+    shutil.copytree(CALLREPO, root)
+    index = RepoIndex(root, cache_dir=root.parent / "cache")
+    index.update()
+    yield index
+    index.close()
+
+
+def test_hover_lists_only_real_callers_and_callees(zoo):
+    # super().__init__ is the parent's, in another file.
+    parent = at(zoo, "zoo/animals.py", "super().__init__(name)", "__init__")
+    assert (parent.qualname, parent.path, parent.found_at) == ("Animal.__init__", "zoo/base.py", "call")
+    dog_init = describe(zoo, at(zoo, "zoo/animals.py", "def __init__", "__init__"))
+    assert dog_init.callers == [] and dog_init.callees == ["Animal.__init__ (zoo/base.py:6)"]
+    assert dog_init.overrides == ["Animal.__init__ (zoo/base.py:6)"]
+    # No sibling __init__ is a caller or callee of another one.
+    enclosure = describe(zoo, at(zoo, "zoo/base.py", "def __init__(self, size)", "__init__"))
+    assert (enclosure.callers, enclosure.callees) == ([], [])
+    # `date` imported from datetime is not the repository's date().
+    assert at(zoo, "zoo/calendar.py", "return date(year", "date") is None
+
+
+def test_an_abstract_method_names_its_implementations(zoo):
+    note = describe(zoo, at(zoo, "zoo/base.py", "def sound(self)", "sound"))
+    assert note.overridden_by == ["Cat.sound (zoo/animals.py:17)", "Dog.sound (zoo/animals.py:9)"]
+    assert note.callers == ["Animal.describe (zoo/base.py:14)"]
+    assert note.note_source == "stub"
+    assert note.note["procedure"].startswith(
+        "Does nothing itself (an abstract or placeholder body); implemented by Cat.sound, Dog.sound")
+    text = note.markdown()
+    assert "overridden by: 2 (`Cat.sound (zoo/animals.py:17)`, `Dog.sound (zoo/animals.py:9)`)" in text
+    assert "the body does nothing, so the model is not asked to describe it" in text
+    implementation = describe(zoo, at(zoo, "zoo/animals.py", "def sound(self):", "sound"))
+    assert implementation.overrides == ["Animal.sound (zoo/base.py:10)"]
+    assert implementation.note_source == "deterministic"
