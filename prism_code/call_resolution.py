@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Literal
@@ -93,18 +92,21 @@ class FileResolution:
     name_matches: list[tuple[CallSite, Target]] = field(default_factory=list)
 
 
+# (line, rank, what binds the name): a definition or an import outranks a binding on its line.
+_Entry = tuple[int, int, "Definition | Binding | tuple[Import, str | None]"]
+
+
 @dataclass
 class _FileIndex:
-    """One file's definitions, bindings and imports by scope and name."""
+    """One file's names by (scope, name): what binds them there, and its classes' members."""
 
     pf: ParsedFile
     by_qualname: dict[str, Definition]
-    members: dict[str | None, dict[str, list[Definition]]]  # parent qualname -> name -> definitions
-    bindings: dict[str | None, dict[str, list[Binding]]]  # scope -> name -> bindings
-    imports: dict[str | None, dict[str, list[tuple[Import, str | None]]]]  # scope -> bound name -> import
-    star_imports: dict[str | None, list[Import]] = field(default_factory=dict)
-    # class qualname -> attribute -> `self.attr = ...` bindings of its methods
-    attributes: dict[str, dict[str, list[Binding]]] = field(default_factory=dict)
+    members: dict[tuple[str | None, str], list[Definition]]  # (parent qualname, name) -> definitions
+    entries: dict[tuple[str | None, str], list[_Entry]]  # (scope, name) -> what binds it there, by line
+    attributes: dict[tuple[str, str], list[Binding]]  # (class, attribute) -> `self.attr = ...` bindings
+    imported: dict[str, list[Import]]  # name -> the imports binding it, in any scope
+    star_imports: list[Import]  # module-level `from m import *`
 
 
 @dataclass(frozen=True)
@@ -112,10 +114,24 @@ class _Done:
     """A memoized result and the files computing it read."""
 
     value: object
-    reads: frozenset[str]
+    reads: set[str]
 
 
 _IN_PROGRESS = object()  # a memo entry being computed: asking for it again is a cycle
+
+
+class ResolutionCache:
+    """What outlives one resolver: each file's index (valid while its ParsedFile is the same
+    object) and the module resolver's answers (valid while the set of files is the same).
+    Without it an edit of a file many others import rebuilt the index of every file they read."""
+
+    def __init__(self) -> None:
+        self.indexes: dict[str, _FileIndex] = {}
+        self.imports: dict[tuple[object, ...], list[str]] = {}
+        self.modules: ModuleResolver | None = None  # whose answers `imports` holds
+
+    def forget(self, path: str) -> None:
+        self.indexes.pop(path, None)
 
 
 class CallResolver:
@@ -123,11 +139,18 @@ class CallResolver:
     the resolver's lifetime, so make one per graph update (the files must not change)."""
 
     def __init__(self, files: Mapping[str, ParsedFile], modules: ModuleResolver,
-                 named: Callable[[str], Iterable[Target]]) -> None:
+                 named: Callable[[str, int | None], Iterable[Target]],
+                 cache: ResolutionCache | None = None) -> None:
         self.files = files
         self.modules = modules
-        self.named = named  # every definition with this name, anywhere (conservative rules)
-        self._indexes: dict[str, _FileIndex] = {}
+        # Every definition with this name, anywhere; none when there are more than the limit.
+        self.named = named
+        cache = cache or ResolutionCache()
+        if cache.modules is not modules:
+            cache.imports.clear()
+            cache.modules = modules
+        self._indexes = cache.indexes
+        self._resolved_imports = cache.imports
         self._memo: dict[tuple[object, ...], object] = {}  # key -> _Done or _IN_PROGRESS
         self._reads: list[set[str]] = [set()]
 
@@ -151,11 +174,11 @@ class CallResolver:
         receiver = call.receiver
         if receiver is None or _SUPER.fullmatch(receiver):
             return []
-        head = receiver.split(".", 1)[0]
-        if dotted(head) and head in self._outside_names(pf.path):
+        candidates = list(dict.fromkeys(self.named(call.name, 1)))
+        if len(candidates) != 1:
             return []
-        candidates = list(dict.fromkeys(self.named(call.name)))
-        return candidates if len(candidates) == 1 else []
+        head = receiver.split(".", 1)[0]
+        return [] if head in self._outside_names(pf.path) else candidates
 
     def _outside_names(self, path: str) -> frozenset[str]:
         """Names the file's imports bind from outside the repository."""
@@ -164,10 +187,9 @@ class CallResolver:
         if isinstance(hit, _Done) and isinstance(hit.value, frozenset):
             return hit.value
         index = self._index(path)
-        names = frozenset(name for scoped in (index.imports.values() if index else ())
-                          for name, imports in scoped.items()
-                          if all(not self._import_files(path, imp) for imp, _ in imports))
-        self._memo[key] = _Done(names, frozenset({path}))
+        names = frozenset(name for name, imports in (index.imported.items() if index else ())
+                          if all(not self._import_files(path, imp) for imp in imports))
+        self._memo[key] = _Done(names, {path})
         return names
 
     def resolve_call(self, pf: ParsedFile, call: CallSite) -> list[Target]:
@@ -196,7 +218,7 @@ class CallResolver:
         try:
             value = compute()
         finally:
-            reads = frozenset(self._reads.pop())
+            reads = self._reads.pop()  # never changed again: kept as it is
             self._memo[key] = _Done(value, reads)
             self._reads[-1] |= reads
         return value
@@ -242,19 +264,22 @@ class CallResolver:
             if definition is None:
                 break
             # A class body's names are not seen from inside its methods.
-            if definition.kind != "class" or current == scope:
-                found, value = self._bound_in(index, current, name, line)
-                if found:
-                    return True, value
+            if (current, name) in index.entries and (definition.kind != "class" or current == scope):
+                return self._bound_in(index, current, name, line)
             current = definition.parent
         return self._module_name(path, name)
 
     def _module_name(self, path: str, name: str) -> tuple[bool, Value | None]:
         key = ("module-name", path, name)
-        found = self._memoized_value(key, lambda: self._module_name_value(path, name))
+        hit = self._memo.get(key)  # the common case, memoized, without _memoized's calls
+        found = hit.value if isinstance(hit, _Done) else None
+        if isinstance(hit, _Done):
+            self._reads[-1] |= hit.reads
+        else:
+            found = self._memoized_value(key, lambda: self._module_name_value(path, name))
         if found is _UNBOUND:
             return False, None
-        return True, found
+        return True, found if isinstance(found, Value) else None
 
     def _module_name_value(self, path: str, name: str) -> Value | None:
         index = self._index(path)
@@ -263,7 +288,7 @@ class CallResolver:
         found, value = self._bound_in(index, None, name, None)
         if found:
             return value
-        for imp in index.star_imports.get(None, ()):
+        for imp in index.star_imports:
             for target in self._import_files(path, imp):
                 if target != path:
                     found, value = self._module_name(target, name)
@@ -276,24 +301,21 @@ class CallResolver:
         """The binding of `name` in exactly this scope that is in effect at `line` (the last one
         on an earlier line: `x = x.parent()` reads the previous `x`; else the last one, which a
         loop or a later call may see); definitions win ties."""
-        entries: list[tuple[int, int, object]] = []
-        for definition in index.members.get(scope, {}).get(name, ()):
-            entries.append((definition.start_line, 1, definition))
-        for binding in index.bindings.get(scope, {}).get(name, ()):
-            entries.append((binding.line, 0, binding))
-        for imp, imported in index.imports.get(scope, {}).get(name, ()):
-            entries.append((imp.line, 1, (imp, imported)))
+        entries = index.entries.get((scope, name))
         if not entries:
             return False, None
-        entries.sort(key=lambda entry: (entry[0], entry[1]))
-        before = [entry for entry in entries if line is None or entry[0] < line]
-        chosen = (before or entries)[-1][2]
+        chosen = entries[-1][2]
+        if line is not None:
+            for entry in reversed(entries):
+                if entry[0] < line:
+                    chosen = entry[2]
+                    break
         path = index.pf.path
         if isinstance(chosen, Definition):
             return True, _definition_value(path, chosen)
         if isinstance(chosen, Binding):
             return True, self._binding_value(path, chosen)
-        imp, imported = chosen  # type: ignore[misc]
+        imp, imported = chosen
         return True, self._import_value(path, imp, imported)
 
     def _binding_value(self, path: str, binding: Binding) -> Value | None:
@@ -365,9 +387,26 @@ class CallResolver:
 
     # ---- imports --------------------------------------------------------------------------
 
+    def import_files(self, path: str, imp: Import) -> list[str]:
+        """The repository files an import in `path` reaches (the module resolver's answer)."""
+        return self._import_files(path, imp)
+
     def _import_files(self, path: str, imp: Import) -> list[str]:
         pf = self.files.get(path)
-        return self.modules.resolve(imp, path, pf.language) if pf is not None else []
+        return self._module_files(path, imp, pf.language) if pf is not None else []
+
+    def _module_files(self, path: str, imp: Import, language: str) -> list[str]:
+        """The files an import in `path` reaches. Asked of the module resolver once per directory:
+        files of one directory resolve an import alike (relative ones from there, absolute ones
+        preferring the candidate closest to it), but for never reaching themselves."""
+        directory = posixpath.dirname(path)
+        key = (directory, imp.module, imp.level, imp.alias, imp.names, language)
+        found = self._resolved_imports.get(key)
+        if found is None:
+            # A file name no real file has: the resolver leaves out only the importing file.
+            found = self._resolved_imports[key] = self.modules.resolve(imp, posixpath.join(directory, "\0"),
+                                                                       language)
+        return [target for target in found if target != path]
 
     def _import_value(self, path: str, imp: Import, imported: str | None) -> Value | None:
         key = ("import", path, imp, imported)
@@ -379,16 +418,9 @@ class CallResolver:
             module = imp
             if language == "python" and not imp.alias and not imp.level and "." in imp.module:
                 module = Import(imp.module.split(".")[0], imp.line)  # `import a.b` binds `a`
-            files = self.modules.resolve(Import(module.module, imp.line, (), None, module.level), path, language)
+            files = self._module_files(path, Import(module.module, imp.line, (), None, module.level), language)
             return Value("module", files[0]) if files else None
-        if language == "python":
-            submodule = self.modules.resolve(Import(_join_module(imp.module, imported), imp.line, (), None,
-                                                    imp.level), path, language)
-            if submodule:
-                return Value("module", submodule[0])
-            files = self.modules.resolve(Import(imp.module, imp.line, (), None, imp.level), path, language)
-        else:
-            files = self.modules.resolve(Import(imp.module, imp.line), path, language)
+        files = self._module_files(path, Import(imp.module, imp.line, (), None, imp.level), language)
         for target in files:
             if target == path:
                 continue
@@ -397,6 +429,11 @@ class CallResolver:
             found, value = self._module_name(target, imported)
             if found:
                 return value
+        if language == "python":  # `from package import submodule`, when the package does not bind it
+            submodule = self._module_files(path, Import(_join_module(imp.module, imported), imp.line, (), None,
+                                                        imp.level), language)
+            if submodule:
+                return Value("module", submodule[0])
         return None
 
     # ---- members --------------------------------------------------------------------------
@@ -449,7 +486,7 @@ class CallResolver:
         index = self._index(cls.path)
         if index is None:
             return False, None
-        definitions = index.members.get(cls.qualname, {}).get(name)
+        definitions = index.members.get((cls.qualname, name))
         if definitions:
             definition = definitions[-1]
             if _is_property(definition):
@@ -460,7 +497,7 @@ class CallResolver:
         if found:
             return True, value
         if on_instance:
-            assigned = index.attributes.get(cls.qualname, {}).get(name)
+            assigned = index.attributes.get((cls.qualname, name))
             if assigned:
                 # `self.x = None` beside `self.x = Dog()` still makes a dog of `self.x`.
                 values = {self._binding_value(cls.path, binding) for binding in assigned} - {None}
@@ -495,21 +532,22 @@ class CallResolver:
         """(method, what it overrides) for every method of this file's classes: per direct base,
         the nearest definition of that name along the base's order."""
         found: list[tuple[Target, Target]] = []
+        methods_of: dict[str, list[Definition]] = {}
         for definition in pf.definitions:
-            if definition.kind != "class" or not definition.bases:
+            if definition.kind == "method" and definition.parent:
+                methods_of.setdefault(definition.parent, []).append(definition)
+        for definition in pf.definitions:
+            methods = methods_of.get(definition.qualname)
+            if definition.kind != "class" or not definition.bases or not methods:
                 continue
-            cls = Value("class", pf.path, definition.qualname)
-            order = self._mro(cls)
-            methods = [d for d in pf.definitions if d.parent == definition.qualname and d.kind == "method"]
-            if not methods:
-                continue
+            order = self._mro(Value("class", pf.path, definition.qualname))
             for method in methods:
                 seen: set[Target] = set()
                 for ancestor in order[1:]:
                     if ancestor is _OPAQUE:
                         break
                     index = self._index(ancestor.path)
-                    overridden = index.members.get(ancestor.qualname, {}).get(method.name) if index else None
+                    overridden = index.members.get((ancestor.qualname, method.name)) if index else None
                     if overridden and overridden[-1].kind == "method":
                         target = (ancestor.path, overridden[-1].qualname)
                         if target not in seen:
@@ -524,7 +562,7 @@ class CallResolver:
         """Same class for `this`/`self`, same file, imported symbols and modules, else a name
         defined once in the repository."""
         name, receiver = call.name, call.receiver
-        candidates = sorted(set(self.named(name)))
+        candidates = sorted(set(self.named(name, None)))
         if not candidates:
             return []
         imported_files, imported_symbols = self._conservative_imports(pf)
@@ -590,7 +628,8 @@ _UNBOUND = Value("module", "", "unbound")
 
 def _is_property(definition: Definition) -> bool:
     """A method read as an attribute: `@property`, `@cached_property`, `@x.setter`."""
-    return any(decorator.rsplit(".", 1)[-1] in _PROPERTY_DECORATORS for decorator in definition.decorators)
+    decorators = definition.decorators
+    return bool(decorators) and any(d.rsplit(".", 1)[-1] in _PROPERTY_DECORATORS for d in decorators)
 
 
 def _definition_value(path: str, definition: Definition) -> Value:
@@ -642,38 +681,48 @@ def _c3_merge(sequences: list[list[Value]]) -> list[Value]:
 
 def _build_index(pf: ParsedFile) -> _FileIndex:
     by_qualname = {d.qualname: d for d in pf.definitions}
-    members: dict[str | None, dict[str, list[Definition]]] = defaultdict(lambda: defaultdict(list))
+    members: dict[tuple[str | None, str], list[Definition]] = {}
+    entries: dict[tuple[str | None, str], list[_Entry]] = {}
     for definition in pf.definitions:
-        members[definition.parent][definition.name].append(definition)
-    bindings: dict[str | None, dict[str, list[Binding]]] = defaultdict(lambda: defaultdict(list))
-    attributes: dict[str, dict[str, list[Binding]]] = defaultdict(lambda: defaultdict(list))
+        key = (definition.parent, definition.name)
+        members.setdefault(key, []).append(definition)
+        entries.setdefault(key, []).append((definition.start_line, 1, definition))
+    attributes: dict[tuple[str, str], list[Binding]] = {}
     for binding in pf.bindings:
         head, _, attribute = binding.name.partition(".")
         if not attribute:
-            bindings[binding.scope][binding.name].append(binding)
+            entries.setdefault((binding.scope, binding.name), []).append((binding.line, 0, binding))
             continue
         method = by_qualname.get(binding.scope) if binding.scope else None
         owner = by_qualname.get(method.parent) if method is not None and method.parent else None
         if head in _SELF and owner is not None and owner.kind == "class":
-            attributes[owner.qualname][attribute].append(binding)
-    imports: dict[str | None, dict[str, list[tuple[Import, str | None]]]] = defaultdict(lambda: defaultdict(list))
-    star_imports: dict[str | None, list[Import]] = defaultdict(list)
+            attributes.setdefault((owner.qualname, attribute), []).append(binding)
+    imported: dict[str, list[Import]] = {}
+    star_imports: list[Import] = []
     scope_of_line = _scope_finder(pf.definitions)
     for imp in pf.imports:
         scope = scope_of_line(imp.line)
+        bound: list[tuple[str, str | None]] = []
         if not imp.names:
-            bound = imp.alias or (imp.module.split(".")[0] if pf.language == "python" else None)
-            if bound:
-                imports[scope][bound].append((imp, None))
-            continue
+            name = imp.alias or (imp.module.split(".")[0] if pf.language == "python" else None)
+            bound = [(name, None)] if name else []
         for name, alias in imp.names:
             if name == "*" and alias is None:
-                star_imports[scope].append(imp)
-            elif name == "*":
-                imports[scope][alias or ""].append((imp, "*"))
+                if scope is None:
+                    star_imports.append(imp)
             else:
-                imports[scope][alias or name].append((imp, name))
-    return _FileIndex(pf, by_qualname, members, bindings, imports, star_imports, attributes)
+                bound.append((alias or name, "*" if name == "*" else name))
+        for local, name_in_module in bound:
+            entries.setdefault((scope, local), []).append((imp.line, 1, (imp, name_in_module)))
+            imported.setdefault(local, []).append(imp)
+    for listed in entries.values():
+        if len(listed) > 1:
+            listed.sort(key=_entry_order)
+    return _FileIndex(pf, by_qualname, members, entries, attributes, imported, star_imports)
+
+
+def _entry_order(entry: _Entry) -> tuple[int, int]:
+    return entry[0], entry[1]
 
 
 def _scope_finder(definitions: list[Definition]) -> Callable[[int], str | None]:

@@ -22,7 +22,7 @@ from typing import Any
 
 import networkx as nx
 
-from prism_code.call_resolution import CallResolver, Target
+from prism_code.call_resolution import CallResolver, ResolutionCache, Target
 from prism_code.parse.model import ParsedFile
 from prism_code.parse.resolve import ModuleResolver
 
@@ -110,10 +110,8 @@ class CodeGraph:
         # Which files each file's links read (its imports' targets, the files its calls resolve
         # through), and the reverse: an edit relinks the files that read the edited one.
         self._consulted: dict[str, frozenset[str]] = {}
+        self._resolution_cache = ResolutionCache()
         self._consulted_by: dict[str, set[str]] = defaultdict(set)
-        # What of each file other files' resolution reads (see _facts): an edit that leaves it
-        # alone (a function body, lines moving) relinks no other file.
-        self._facts: dict[str, tuple[object, ...]] = {}
         # Resolved calls and overrides by the file whose links found them, and both directions.
         self._calls_of: dict[str, list[ResolvedCall]] = {}
         self._calls_from: dict[str, list[ResolvedCall]] = defaultdict(list)
@@ -152,9 +150,12 @@ class CodeGraph:
         # names that appeared or vanished can change how other files' calls resolve.
         flipped = set().union(*(old_nodes.get(p, set()) ^ new_nodes.get(p, set()) for p in gone))
         stale_names = {n.rsplit("#", 1)[1].rsplit(".", 1)[-1] for n in flipped if n.startswith("s:")}
-        new_facts = {p: _facts(pf) for p, pf in incoming.items()}
-        reread = {p for p in gone if old_nodes.get(p, set()) ^ new_nodes.get(p, set())
-                  or self._facts.get(p) != new_facts.get(p)}
+        # What other files' resolution reads of a file (_facts): an edit that leaves it alone
+        # (a function body, lines moving) relinks no other file.
+        # Top-level blocks (named by their first line) are never what another file's links reach.
+        reread = {p for p in gone if {n for n in old_nodes.get(p, set()) ^ new_nodes.get(p, set())
+                                      if not n.startswith("b:")}
+                  or p not in self.parsed or p not in incoming or _facts(self.parsed[p]) != _facts(incoming[p])}
         dependents = set(incoming) | self._dependents(reread, stale_names, appeared_or_vanished)
         links_before = {p: set(self.edges_of([p + _LINKS])) for p in dependents}
         nodes_before = set().union(*old_nodes.values())
@@ -165,7 +166,6 @@ class CodeGraph:
                 self._drop_file(path, old, keep=new_nodes.get(path, set()))
         for path, pf in incoming.items():
             self.parsed[path] = pf
-            self._facts[path] = new_facts[path]
             self._add_structure(pf)
             for call in pf.calls:
                 self._callers[call.name].add(path)
@@ -303,7 +303,7 @@ class CodeGraph:
         self._withdraw(path)
         self._withdraw(f"{path}{_LINKS}")
         self._withdraw_calls(path)
-        self._facts.pop(path, None)
+        self._resolution_cache.forget(path)
         for call in old.calls:
             self._callers[call.name].discard(path)
         nodes = [n for n in _file_nodes(old) if n in self.g and n not in keep]
@@ -342,17 +342,23 @@ class CodeGraph:
     def call_resolver(self, files: Mapping[str, ParsedFile] | None = None) -> CallResolver:
         """A resolver over this graph's files (or `files`: an editor buffer in place of its file);
         its memo holds until the files change."""
-        return CallResolver(self.parsed if files is None else files, self.resolver, self._named)
+        # The cache's file indexes are checked against the very ParsedFile they were made of.
+        return CallResolver(self.parsed if files is None else files, self.resolver, self._named,
+                            self._resolution_cache)
 
-    def _named(self, name: str) -> list[Target]:
+    def _named(self, name: str, limit: int | None = None) -> list[Target]:
+        """Every definition named `name`; none when there are more than `limit` of them."""
+        found = self._defs_by_name.get(name, ())
+        if limit is not None and len(found) > limit:
+            return []
         nodes = self.g.nodes
-        return [(nodes[n]["path"], nodes[n]["qualname"]) for n in self._defs_by_name.get(name, ())]
+        return [(nodes[n]["path"], nodes[n]["qualname"]) for n in found]
 
     def _link(self, pf: ParsedFile, owner: str, calls: CallResolver) -> None:
         owner_of_line = _line_owners(pf)
         consulted: set[str] = set()
         for imp in pf.imports:
-            targets = self.resolver.resolve(imp, pf.path, pf.language)
+            targets = calls.import_files(pf.path, imp)
             consulted.update(targets)
             source = owner_of_line(imp.line)
             for target in targets:

@@ -22,7 +22,7 @@ import tree_sitter
 from tree_sitter import Node
 
 from prism_code.parse.languages import grammar
-from prism_code.parse.model import Binding, BindingKind, Definition
+from prism_code.parse.model import Binding, BindingKind, CallSite, Definition
 from prism_code.parse.nodes import node_text
 
 # A dotted name: what a receiver, a base or an annotation must be for us to follow it.
@@ -35,50 +35,29 @@ _NOT_IMPLEMENTED = re.compile(r"not[\s_-]*implemented|abstract|must\s+(?:be\s+)?
 _OPTIONAL = re.compile(r"^(?:typing\.)?Optional\[(.*)\]$")
 _NOTHING = frozenset({"None", "null", "undefined"})
 
+# Binding sites other than parameters, in one alternation (a single query pass, in C); the
+# definitions themselves (parameters, bases, bodies, decorators) are read from their nodes.
 _PYTHON = """
-(class_definition superclasses: (argument_list) @bases) @class
-(decorated_definition definition: (_) @decorated) @wrapper
-(function_definition parameters: (parameters) @params body: (block) @body) @function
-(assignment left: (_) @left) @assign
-(augmented_assignment left: (identifier) @name)
-(for_statement left: (_) @targets)
-(for_in_clause left: (_) @targets)
-(as_pattern_target) @targets
-(named_expression name: (identifier) @name)
+[(assignment) (augmented_assignment) (for_statement) (for_in_clause) (as_pattern_target)
+ (named_expression)] @binding
 """
-
-_JS_COMMON = """
-(class_declaration (class_heritage) @heritage) @class
-(formal_parameters) @params
-(variable_declarator name: (_) @left) @declare
-(assignment_expression left: (member_expression object: (this) property: (property_identifier)) @left) @assign
-(for_in_statement left: (_) @targets)
-(catch_clause parameter: (_) @targets)
-(method_definition body: (statement_block) @body) @function
-(function_declaration body: (statement_block) @body) @function
-"""
-
-_TYPESCRIPT = _JS_COMMON + """
-(abstract_class_declaration (class_heritage) @heritage) @class
-(interface_declaration (extends_type_clause) @heritage) @class
-(public_field_definition) @field
-(abstract_method_signature) @stub
-(interface_body (method_signature) @stub)
-"""
-
-_JAVASCRIPT = _JS_COMMON + """
-(field_definition) @field
-"""
-
-_JAVA = """
-(class_declaration superclass: (superclass (_) @base)) @class
-(class_declaration interfaces: (super_interfaces (type_list (_) @base))) @class
-(interface_declaration (extends_interfaces (type_list (_) @base))) @class
-(method_declaration !body) @stub
-"""
-
-_PATTERNS = {"python": _PYTHON, "javascript": _JAVASCRIPT, "typescript": _TYPESCRIPT, "tsx": _TYPESCRIPT,
-             "java": _JAVA}
+_JS_BINDINGS = "(variable_declarator) (assignment_expression) (for_in_statement) (catch_clause)"
+_PATTERNS = {
+    "python": _PYTHON,
+    "javascript": f"[{_JS_BINDINGS} (field_definition)] @binding",
+    "typescript": f"[{_JS_BINDINGS} (public_field_definition)] @binding",
+    "tsx": f"[{_JS_BINDINGS} (public_field_definition)] @binding",
+}
+# Languages whose definitions carry bases and stubs; only those in _PATTERNS carry bindings.
+_READ = frozenset({*_PATTERNS, "java"})
+# Definition nodes whose parameters and body are read.
+_FUNCTIONS = frozenset({
+    "function_definition", "method_definition", "function_declaration", "generator_function_declaration",
+    "arrow_function", "function_expression", "generator_function", "abstract_method_signature",
+    "method_signature",
+})
+# Parameters that name the instance or the class: resolution knows them without a binding.
+_RECEIVERS = frozenset({"self", "cls"})
 
 
 @cache
@@ -107,26 +86,42 @@ class FileFacts:
 
 
 def read_facts(language: str, root: Node, source: bytes, definitions: list[Definition],
-               max_start_depth: int) -> FileFacts:
-    """The bindings, bases and stubs of one parsed file (empty for unsupported languages)."""
-    if language not in _PATTERNS:
-        return FileFacts([], {}, set(), {})
-    cursor = tree_sitter.QueryCursor(_query(language))
-    cursor.set_max_start_depth(max_start_depth)
+               calls: list[CallSite], max_start_depth: int) -> FileFacts:
+    """The bindings, bases, stubs and decorators of one parsed file (empty for other languages).
+
+    A name bound inside a function matters only to the calls of this file, and only if some
+    call names it or reads it as its receiver (or another binding's value names it): the
+    others are left out, a quarter of them in real code."""
     reader = _Reader(source)
-    for _pattern, captures in cursor.matches(root):
-        reader.read(captures)
-    return FileFacts(_scoped(reader.found, definitions), reader.bases, reader.stubs, reader.decorators)
+    if language not in _READ:
+        return FileFacts([], {}, set(), {})
+    for definition in definitions:
+        node = root.descendant_for_byte_range(definition.start_byte, definition.end_byte)
+        if node is not None:
+            reader.definition(node, definition)
+    if language in _PATTERNS:
+        cursor = tree_sitter.QueryCursor(_query(language))
+        cursor.set_max_start_depth(max_start_depth)
+        for node in cursor.captures(root).get("binding", ()):
+            reader.binding(node)
+    heads = {call.name if call.receiver is None else call.receiver.split(".", 1)[0] for call in calls}
+    heads.update(item[5].split(".", 1)[0] for item in reader.found if item[5])
+    return FileFacts(_scoped(reader.found, definitions, heads), reader.bases, reader.stubs, reader.decorators)
 
 
-def _scoped(found: list[tuple[int, str, int, BindingKind, str]],
-            definitions: list[Definition]) -> list[Binding]:
-    """Bindings from (byte, name, line, kind, evidence), each in its innermost definition."""
-    found.sort(key=lambda item: item[0])
+# (start byte, scope if already known else None, name, line, kind, evidence)
+_Found = tuple[int, str | None, str, int, BindingKind, str]
+
+
+def _scoped(found: list[_Found], definitions: list[Definition], heads: set[str]) -> list[Binding]:
+    """Bindings in source order, each in its innermost definition (parameters know theirs),
+    without the names local to a function that no call of the file reads (not in `heads`)."""
+    functions = {d.qualname for d in definitions if d.kind != "class"}
+    found.sort(key=_position)
     open_scopes: list[tuple[int, str]] = []  # (end_byte, qualname), innermost last
     following = 0
     out = []
-    for position, name, line, kind, evidence in found:
+    for position, known, name, line, kind, evidence in found:
         while following < len(definitions) and definitions[following].start_byte <= position:
             definition = definitions[following]
             while open_scopes and open_scopes[-1][0] <= definition.start_byte:
@@ -135,12 +130,21 @@ def _scoped(found: list[tuple[int, str, int, BindingKind, str]],
             following += 1
         while open_scopes and open_scopes[-1][0] <= position:
             open_scopes.pop()
-        out.append(Binding(open_scopes[-1][1] if open_scopes else None, name, line, kind, evidence))
+        scope = known if known is not None else (open_scopes[-1][1] if open_scopes else None)
+        if kind == "local" and name not in heads and scope in functions and "." not in name:
+            continue
+        out.append(Binding(scope, name, line, kind, evidence))
     return out
+
+
+def _position(item: _Found) -> int:
+    return item[0]
 
 
 def dotted(text: str) -> str:
     """`text` when it is a dotted name short enough to follow, else ""."""
+    if text.isidentifier():  # the common case, without the regular expression
+        return text
     text = text.strip()
     return text if len(text) <= MAX_EVIDENCE_CHARS and DOTTED.fullmatch(text) else ""
 
@@ -148,6 +152,8 @@ def dotted(text: str) -> str:
 def annotation_class(text: str) -> str:
     """The class an annotation says a value is an instance of: `Dog`, `"Dog"`, `Optional[Dog]`,
     `Dog | None`; "" for anything else (`list[Dog]`, `type[Dog]`, `Callable[...]`)."""
+    if text.isidentifier():  # the common case, without the rest
+        return text
     text = text.strip().lstrip(":").strip()
     if len(text) > MAX_EVIDENCE_CHARS:
         return ""
@@ -162,11 +168,11 @@ def annotation_class(text: str) -> str:
 
 
 class _Reader:
-    """Turns the captures of one match at a time into bindings, bases and stubs."""
+    """Reads definitions and binding sites into bindings, bases, stubs and decorators."""
 
     def __init__(self, source: bytes) -> None:
         self.source = source
-        self.found: list[tuple[int, str, int, BindingKind, str]] = []
+        self.found: list[_Found] = []
         self.bases: dict[int, tuple[str, ...]] = {}
         self.stubs: set[int] = set()
         self.decorators: dict[int, tuple[str, ...]] = {}
@@ -174,47 +180,52 @@ class _Reader:
     def text(self, node: Node) -> str:
         return node_text(self.source, node)
 
-    def add(self, at: Node, name: str, kind: BindingKind = "local", evidence: str = "") -> None:
+    def add(self, at: Node, name: str, kind: BindingKind = "local", evidence: str = "",
+            scope: str | None = None) -> None:
         if kind != "local" and not evidence:
             kind = "local"
-        self.found.append((at.start_byte, name, at.start_point[0] + 1, kind, evidence))
+        self.found.append((at.start_byte, scope, name, at.start_point[0] + 1, kind, evidence))
 
-    def read(self, captures: dict[str, list[Node]]) -> None:
-        if "bases" in captures:
-            self._python_bases(captures["class"][0], captures["bases"][0])
-        elif "decorated" in captures:
-            decorators = (self._decorator(child) for child in captures["wrapper"][0].named_children
-                          if child.type == "decorator")
-            self.decorators[captures["decorated"][0].start_byte] = tuple(d for d in decorators if d)
-        elif "heritage" in captures:
-            self._js_bases(captures["class"][0], captures["heritage"][0])
-        elif "base" in captures:
-            cls = captures["class"][0]
-            names = tuple(n for n in (_type_name(self.text(b)) for b in captures["base"]) if n)
-            self.bases[cls.start_byte] = self.bases.get(cls.start_byte, ()) + names
-        elif "params" in captures:
-            self._parameters(captures["params"][0])
-            if "body" in captures:
-                self._body(captures["function"][0], captures["body"][0])
-        elif "body" in captures:
-            self._body(captures["function"][0], captures["body"][0])
-        elif "assign" in captures or "declare" in captures:
-            node = (captures.get("assign") or captures["declare"])[0]
-            self._assignment(node, captures["left"][0])
-        elif "field" in captures:
-            self._field(captures["field"][0])
-        elif "targets" in captures:
-            for name in _identifiers(captures["targets"][0]):
-                self.add(name, self.text(name))
-        elif "name" in captures:
-            name = captures["name"][0]
-            self.add(name, self.text(name))
-        elif "stub" in captures:
-            self.stubs.add(captures["stub"][0].start_byte)
+    # ---- definitions ----------------------------------------------------------------------
 
-    # ---- classes --------------------------------------------------------------------------
+    def definition(self, node: Node, definition: Definition) -> None:
+        kind, key = node.type, definition.start_byte
+        if kind in ("variable_declarator", "lexical_declaration", "variable_declaration",
+                    "public_field_definition", "field_definition"):
+            node = self._function_value(node) or node  # `const f = (x) => ...`: read the function
+            kind = node.type
+        if kind == "class_definition":
+            arguments = node.child_by_field_name("superclasses")
+            if arguments is not None:
+                self.bases[key] = self._python_bases(arguments)
+        elif kind in ("class_declaration", "abstract_class_declaration", "interface_declaration", "class"):
+            self._class_bases(node, key)
+        elif kind == "method_declaration":  # Java: an interface's or abstract method has no body
+            if node.child_by_field_name("body") is None:
+                self.stubs.add(key)
+        elif kind in _FUNCTIONS:
+            parameters = node.child_by_field_name("parameters")
+            if parameters is not None:
+                self._parameters(parameters, definition.qualname)
+            body = node.child_by_field_name("body")
+            if kind in ("abstract_method_signature", "method_signature"):
+                self.stubs.add(key)
+            elif body is not None and self._does_nothing(kind, body):
+                self.stubs.add(key)
+            parent = node.parent
+            if kind == "function_definition" and parent is not None and parent.type == "decorated_definition":
+                decorators = (self._decorator(child) for child in parent.named_children if child.type == "decorator")
+                self.decorators[key] = tuple(d for d in decorators if d)
 
-    def _python_bases(self, cls: Node, arguments: Node) -> None:
+    @staticmethod
+    def _function_value(node: Node) -> Node | None:
+        if node.type in ("lexical_declaration", "variable_declaration"):
+            declarator = node.named_children[0] if node.named_child_count else None
+            node = declarator if declarator is not None else node
+        value = node.child_by_field_name("value")
+        return value if value is not None and value.type in _FUNCTIONS else None
+
+    def _python_bases(self, arguments: Node) -> tuple[str, ...]:
         names = []
         for base in arguments.named_children:
             if base.type == "subscript":  # Generic[T], Base[int]: the class is the subscripted one
@@ -224,21 +235,30 @@ class _Reader:
                 name = dotted(self.text(base))
                 if name:
                     names.append(name)
-        self.bases[cls.start_byte] = tuple(names)
+        return tuple(names)
 
-    def _js_bases(self, cls: Node, heritage: Node) -> None:
-        names = []
-        clauses = heritage.named_children if heritage.type != "extends_type_clause" else [heritage]
-        for clause in clauses:
-            if clause.type == "extends_clause":
-                value = clause.child_by_field_name("value")
-                parts = [value] if value is not None else []
-            elif clause.type in ("implements_clause", "extends_type_clause"):
-                parts = list(clause.named_children)
-            else:  # JavaScript: `extends Expression` directly under class_heritage
-                parts = [clause]
-            names += [n for n in (_type_name(self.text(part)) for part in parts) if n]
-        self.bases[cls.start_byte] = self.bases.get(cls.start_byte, ()) + tuple(names)
+    def _class_bases(self, node: Node, key: int) -> None:
+        """JS/TS `extends` and `implements`, a TS interface's `extends`, Java's superclass and interfaces."""
+        parts: list[Node] = []
+        for child in node.children:
+            kind = child.type
+            if kind == "class_heritage":
+                for clause in child.named_children:
+                    if clause.type == "extends_clause":
+                        value = clause.child_by_field_name("value")
+                        parts += [value] if value is not None else []
+                    elif clause.type == "implements_clause":
+                        parts += clause.named_children
+                    else:  # JavaScript: `extends Expression` right under class_heritage
+                        parts.append(clause)
+            elif kind in ("extends_type_clause", "superclass"):
+                parts += child.named_children
+            elif kind in ("super_interfaces", "extends_interfaces"):
+                for group in child.named_children:
+                    parts += group.named_children if group.type == "type_list" else [group]
+        names = tuple(n for n in (_type_name(self.text(part)) for part in parts) if n)
+        if names:
+            self.bases[key] = names
 
     def _decorator(self, decorator: Node) -> str:
         """`@app.route("/")` -> "app.route"."""
@@ -247,56 +267,56 @@ class _Reader:
             expression = expression.child_by_field_name("function")
         return dotted(self.text(expression)) if expression is not None else ""
 
-    # ---- functions ------------------------------------------------------------------------
-
-    def _parameters(self, parameters: Node) -> None:
+    def _parameters(self, parameters: Node, scope: str) -> None:
         for parameter in parameters.named_children:
             kind = parameter.type
             if kind == "identifier":
-                self.add(parameter, self.text(parameter))
+                name = self.text(parameter)
+                if name not in _RECEIVERS:
+                    self.add(parameter, name, scope=scope)
             elif kind in ("typed_parameter", "typed_default_parameter", "default_parameter"):
-                name = parameter.child_by_field_name("name") or parameter.named_child(0)
-                annotation = parameter.child_by_field_name("type")
-                if name is None:
+                name_node = parameter.child_by_field_name("name") or parameter.named_child(0)
+                if name_node is None:
                     continue
-                if name.type != "identifier":  # `*args: int` is a tuple of ints, not an int
-                    for inner in _identifiers(name):
-                        self.add(inner, self.text(inner))
+                if name_node.type != "identifier":  # `*args: int` is a tuple of ints, not an int
+                    for inner in _identifiers(name_node):
+                        self.add(inner, self.text(inner), scope=scope)
                     continue
+                annotation = parameter.child_by_field_name("type") if kind != "default_parameter" else None
                 evidence = annotation_class(self.text(annotation)) if annotation is not None else ""
-                self.add(name, self.text(name), "instance", evidence)
+                self.add(name_node, self.text(name_node), "instance", evidence, scope)
             elif kind in ("required_parameter", "optional_parameter"):
-                self._ts_parameter(parameter)
+                self._ts_parameter(parameter, scope)
             else:  # splats, JS patterns and defaults
                 for inner in _identifiers(parameter):
-                    self.add(inner, self.text(inner))
+                    self.add(inner, self.text(inner), scope=scope)
 
-    def _ts_parameter(self, parameter: Node) -> None:
+    def _ts_parameter(self, parameter: Node, scope: str) -> None:
         pattern = parameter.child_by_field_name("pattern")
-        annotation = parameter.child_by_field_name("type")
         if pattern is None:
             return
         if pattern.type != "identifier":
             for inner in _identifiers(pattern):
-                self.add(inner, self.text(inner))
+                self.add(inner, self.text(inner), scope=scope)
             return
+        annotation = parameter.child_by_field_name("type")
         evidence = annotation_class(self.text(annotation)) if annotation is not None else ""
         name = self.text(pattern)
-        self.add(pattern, name, "instance", evidence)
+        self.add(pattern, name, "instance", evidence, scope)
         # `constructor(private r: Radius)` also declares the field `this.r`.
         if any(child.type in ("accessibility_modifier", "readonly") for child in parameter.children):
-            self.add(pattern, f"this.{name}", "instance", evidence)
+            self.add(pattern, f"this.{name}", "instance", evidence, scope)
 
-    def _body(self, function: Node, body: Node) -> None:
+    def _does_nothing(self, kind: str, body: Node) -> bool:
         statements = [child for child in body.named_children if child.type != "comment"]
-        if function.type == "function_definition":
+        if kind == "function_definition":
             if statements and _is_docstring(statements[0]):
                 statements = statements[1:]
-            if all(self._python_placeholder(s) for s in statements):
-                self.stubs.add(function.start_byte)
-        elif not statements or (len(statements) == 1 and statements[0].type == "throw_statement"
-                                and _NOT_IMPLEMENTED.search(self.text(statements[0]))):
-            self.stubs.add(function.start_byte)
+            return all(self._python_placeholder(s) for s in statements)
+        if body.type != "statement_block":  # an arrow function's expression body
+            return False
+        return not statements or (len(statements) == 1 and statements[0].type == "throw_statement"
+                                  and bool(_NOT_IMPLEMENTED.search(self.text(statements[0]))))
 
     def _python_placeholder(self, statement: Node) -> bool:
         if statement.type == "pass_statement":
@@ -310,6 +330,30 @@ class _Reader:
             return raised is not None and self.text(raised) in ("NotImplementedError",
                                                                 "builtins.NotImplementedError")
         return False
+
+    # ---- binding sites --------------------------------------------------------------------
+
+    def binding(self, node: Node) -> None:
+        kind = node.type
+        if kind in ("assignment", "variable_declarator"):
+            left = node.child_by_field_name("left") or node.child_by_field_name("name")
+            if left is not None:
+                self._assignment(node, left)
+        elif kind == "assignment_expression":  # JS/TS: only `this.x = ...` binds anything we read
+            left = node.child_by_field_name("left")
+            if left is not None and left.type == "member_expression" and _is_self(left, self.source):
+                self._assignment(node, left)
+        elif kind in ("public_field_definition", "field_definition"):
+            self._field(node)
+        elif kind in ("augmented_assignment", "named_expression"):
+            name = node.child_by_field_name("left") or node.child_by_field_name("name")
+            if name is not None and name.type == "identifier":
+                self.add(name, self.text(name))
+        else:  # for loops, comprehensions, `as` targets, catch clauses
+            target = node if kind == "as_pattern_target" else (
+                node.child_by_field_name("left") or node.child_by_field_name("parameter"))
+            for name in _identifiers(target) if target is not None else ():
+                self.add(name, self.text(name))
 
     # ---- assignments ----------------------------------------------------------------------
 

@@ -76,7 +76,7 @@ def extract(path: str, language: str, source: bytes, tree: tree_sitter.Tree) -> 
                  "characters are indexed as part of their enclosing definition",
                  path, dropped, MAX_DEFINITION_DEPTH, MAX_QUALNAME_CHARS)
     nested, calls = _within_budget(path, nested, captures.get("callee", []), source)
-    facts = read_facts(language, root, source, nested.definitions, MAX_QUERY_START_DEPTH)
+    facts = read_facts(language, root, source, nested.definitions, calls, MAX_QUERY_START_DEPTH)
     return ParsedFile(
         path=path,
         language=language,

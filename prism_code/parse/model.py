@@ -66,7 +66,7 @@ class Import:
 BindingKind = Literal["local", "instance", "alias"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Binding:
     """A name a file binds, with what the code says about its value (prism_code.parse.bindings).
 
