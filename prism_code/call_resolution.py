@@ -41,6 +41,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
+from prism_code.call_index import SELF_NAMES, FileIndex, ResolutionCache, build_index
 from prism_code.parse.bindings import annotation_class, dotted
 from prism_code.parse.model import Binding, CallSite, Definition, Import, ParsedFile
 from prism_code.parse.resolve import ModuleResolver
@@ -59,7 +60,7 @@ _EMPTY_BASES = frozenset({
     "typing_extensions.Protocol", "ABCMeta", "abc.ABCMeta",
 })
 # How the receiver of an instance method, and of a class method, is spelled.
-_SELF = frozenset({"self", "this"})
+_SELF = SELF_NAMES
 _CLS = "cls"
 _PROPERTY_DECORATORS = frozenset({"property", "cached_property", "setter", "getter", "deleter"})
 _SUPER = re.compile(r"super(?:\(\s*\)|\(\s*([\w.]+)\s*,\s*\w+\s*\))?")
@@ -92,23 +93,6 @@ class FileResolution:
     name_matches: list[tuple[CallSite, Target]] = field(default_factory=list)
 
 
-# (line, rank, what binds the name): a definition or an import outranks a binding on its line.
-_Entry = tuple[int, int, "Definition | Binding | tuple[Import, str | None]"]
-
-
-@dataclass
-class _FileIndex:
-    """One file's names by (scope, name): what binds them there, and its classes' members."""
-
-    pf: ParsedFile
-    by_qualname: dict[str, Definition]
-    members: dict[tuple[str | None, str], list[Definition]]  # (parent qualname, name) -> definitions
-    entries: dict[tuple[str | None, str], list[_Entry]]  # (scope, name) -> what binds it there, by line
-    attributes: dict[tuple[str, str], list[Binding]]  # (class, attribute) -> `self.attr = ...` bindings
-    imported: dict[str, list[Import]]  # name -> the imports binding it, in any scope
-    star_imports: list[Import]  # module-level `from m import *`
-
-
 @dataclass(frozen=True)
 class _Done:
     """A memoized result and the files computing it read."""
@@ -118,20 +102,6 @@ class _Done:
 
 
 _IN_PROGRESS = object()  # a memo entry being computed: asking for it again is a cycle
-
-
-class ResolutionCache:
-    """What outlives one resolver: each file's index (valid while its ParsedFile is the same
-    object) and the module resolver's answers (valid while the set of files is the same).
-    Without it an edit of a file many others import rebuilt the index of every file they read."""
-
-    def __init__(self) -> None:
-        self.indexes: dict[str, _FileIndex] = {}
-        self.imports: dict[tuple[object, ...], list[str]] = {}
-        self.modules: ModuleResolver | None = None  # whose answers `imports` holds
-
-    def forget(self, path: str) -> None:
-        self.indexes.pop(path, None)
 
 
 class CallResolver:
@@ -227,14 +197,14 @@ class CallResolver:
         value = self._memoized(key, compute, None)
         return value if isinstance(value, Value) else None
 
-    def _index(self, path: str) -> _FileIndex | None:
+    def _index(self, path: str) -> FileIndex | None:
         pf = self.files.get(path)
         if pf is None:
             return None
         self._reads[-1].add(path)
         index = self._indexes.get(path)
         if index is None or index.pf is not pf:
-            index = self._indexes[path] = _build_index(pf)
+            index = self._indexes[path] = build_index(pf)
         return index
 
     # ---- names ----------------------------------------------------------------------------
@@ -296,7 +266,7 @@ class CallResolver:
                         return value
         return _UNBOUND
 
-    def _bound_in(self, index: _FileIndex, scope: str | None, name: str,
+    def _bound_in(self, index: FileIndex, scope: str | None, name: str,
                   line: int | None) -> tuple[bool, Value | None]:
         """The binding of `name` in exactly this scope that is in effect at `line` (the last one
         on an earlier line: `x = x.parent()` reads the previous `x`; else the last one, which a
@@ -677,64 +647,3 @@ def _c3_merge(sequences: list[list[Value]]) -> list[Value]:
             return merged
         pending = [rest for rest in ([item for item in sequence if item != head] for sequence in pending) if rest]
     return merged
-
-
-def _build_index(pf: ParsedFile) -> _FileIndex:
-    by_qualname = {d.qualname: d for d in pf.definitions}
-    members: dict[tuple[str | None, str], list[Definition]] = {}
-    entries: dict[tuple[str | None, str], list[_Entry]] = {}
-    for definition in pf.definitions:
-        key = (definition.parent, definition.name)
-        members.setdefault(key, []).append(definition)
-        entries.setdefault(key, []).append((definition.start_line, 1, definition))
-    attributes: dict[tuple[str, str], list[Binding]] = {}
-    for binding in pf.bindings:
-        head, _, attribute = binding.name.partition(".")
-        if not attribute:
-            entries.setdefault((binding.scope, binding.name), []).append((binding.line, 0, binding))
-            continue
-        method = by_qualname.get(binding.scope) if binding.scope else None
-        owner = by_qualname.get(method.parent) if method is not None and method.parent else None
-        if head in _SELF and owner is not None and owner.kind == "class":
-            attributes.setdefault((owner.qualname, attribute), []).append(binding)
-    imported: dict[str, list[Import]] = {}
-    star_imports: list[Import] = []
-    scope_of_line = _scope_finder(pf.definitions)
-    for imp in pf.imports:
-        scope = scope_of_line(imp.line)
-        bound: list[tuple[str, str | None]] = []
-        if not imp.names:
-            name = imp.alias or (imp.module.split(".")[0] if pf.language == "python" else None)
-            bound = [(name, None)] if name else []
-        for name, alias in imp.names:
-            if name == "*" and alias is None:
-                if scope is None:
-                    star_imports.append(imp)
-            else:
-                bound.append((alias or name, "*" if name == "*" else name))
-        for local, name_in_module in bound:
-            entries.setdefault((scope, local), []).append((imp.line, 1, (imp, name_in_module)))
-            imported.setdefault(local, []).append(imp)
-    for listed in entries.values():
-        if len(listed) > 1:
-            listed.sort(key=_entry_order)
-    return _FileIndex(pf, by_qualname, members, entries, attributes, imported, star_imports)
-
-
-def _entry_order(entry: _Entry) -> tuple[int, int]:
-    return entry[0], entry[1]
-
-
-def _scope_finder(definitions: list[Definition]) -> Callable[[int], str | None]:
-    """A function from a line to the innermost definition around it (None: module level)."""
-    spans = sorted(definitions, key=lambda d: (d.start_line, -d.end_line))
-
-    def scope(line: int) -> str | None:
-        inner = None
-        for definition in spans:
-            if definition.start_line > line:
-                break
-            if definition.start_line < line <= definition.end_line:
-                inner = definition.qualname
-        return inner
-    return scope

@@ -22,7 +22,8 @@ from typing import Any
 
 import networkx as nx
 
-from prism_code.call_resolution import CallResolver, ResolutionCache, Target
+from prism_code.call_index import ResolutionCache
+from prism_code.call_resolution import CallResolver, Target
 from prism_code.parse.model import ParsedFile
 from prism_code.parse.resolve import ModuleResolver
 
