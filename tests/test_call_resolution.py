@@ -219,3 +219,12 @@ def test_unresolved_calls_may_relate_but_never_call(graph):
 def test_bad_input_resolves_partly_and_never_fails(source):
     graph = build({"bad.py": source, "other.py": b"from bad import *\n\n\ndef g():\n    return f()\n"})
     assert all(isinstance(c, ResolvedCall) for c in graph.resolved_calls())
+
+
+def test_the_facts_survive_the_index_store():
+    """Bindings, bases, stubs and decorators are stored with the parse and read back equal."""
+    from prism_code.store import parsed_from_json, parsed_to_json
+
+    for path, text in sources().items():
+        pf = parse_source(path, text)
+        assert parsed_from_json(path, parsed_to_json(pf)) == pf
