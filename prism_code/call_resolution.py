@@ -63,6 +63,10 @@ _EMPTY_BASES = frozenset({
 _SELF = SELF_NAMES
 _CLS = "cls"
 _PROPERTY_DECORATORS = frozenset({"property", "cached_property", "setter", "getter", "deleter"})
+# How many lookups may nest (an alias of an alias, a base of a base, a re-export of a
+# re-export) before one gives up without an answer: real code nests a handful; a generated
+# chain of thousands would otherwise exhaust Python's stack.
+MAX_NESTED_LOOKUPS = 48
 _SUPER = re.compile(r"super(?:\(\s*\)|\(\s*([\w.]+)\s*,\s*\w+\s*\))?")
 
 
@@ -182,6 +186,8 @@ class CallResolver:
         if isinstance(hit, _Done):
             self._reads[-1] |= hit.reads
             return hit.value
+        if len(self._reads) > MAX_NESTED_LOOKUPS:
+            return cycle  # not memoized: asked from less deep, it may still find the answer
         self._memo[key] = _IN_PROGRESS
         self._reads.append(set())
         value = cycle

@@ -215,6 +215,10 @@ def test_unresolved_calls_may_relate_but_never_call(graph):
     b"def f(:\n    x = Y(\n    x.g()\n",  # syntax errors
     b"x = " + b"(" * 3000 + b"f()" + b")" * 3000 + b"\n",  # deep nesting
     b"\xff\xfe def f(): return f()\n",  # invalid UTF-8
+    # Chains deeper than Python's stack: 1,500 classes each extending the last, 3,000 aliases.
+    b"class C0:\n    def m(self):\n        pass\n" + b"".join(
+        b"class C%d(C%d):\n    pass\n" % (i, i - 1) for i in range(1, 1500)) + b"def f(x: C1499):\n    return x.m()\n",
+    b"a0 = print\n" + b"".join(b"a%d = a%d\n" % (i, i - 1) for i in range(1, 3000)) + b"a2999.x()\n",
 ])
 def test_bad_input_resolves_partly_and_never_fails(source):
     graph = build({"bad.py": source, "other.py": b"from bad import *\n\n\ndef g():\n    return f()\n"})
