@@ -51,7 +51,8 @@ CursorKind = Literal["indent", "mid", "dot"]
 CURSOR_KINDS: Final[tuple[CursorKind, ...]] = ("indent", "mid", "dot")
 
 # Bump when a selection rule changes, so cached task files built by older rules are not reused.
-RULES_VERSION = 3
+# 4: API lines are those whose calls the graph resolves (issue #26), no longer name matches.
+RULES_VERSION = 4
 MIN_LINE_TOKENS = 5  # RepoCoder: line-level holes have at least 5 tokens
 DEFAULT_MAX_PER_FILE = 3
 _EXTRA_VENDORED = frozenset({"_vendor", "vendored", "thirdparty", "externals"})
@@ -309,11 +310,10 @@ def _import_bindings(graph: CodeGraph, pf: ParsedFile) -> dict[str, bool]:
 def _attributable(name: str, receiver: str | None, target: dict, bindings: dict[str, bool]) -> bool:
     """Whether a call the graph resolved to ``target`` (its node data) is an in-repo API invocation.
 
-    The graph falls back to a globally unique definition name for calls it cannot follow
-    through imports; that is right for `loader.to_inputs_loader()` on a `DataLoader` the
-    file imports, and wrong for `torch.is_tensor()`, `proto.parameters.add()` or a
-    `logger.info()` matched to some mixin's `info`. As RepoEval's API locator does, a method
-    called on an object of unknown type counts only when the file imports its class.
+    The graph's call edges are its resolved calls (prism_code.call_resolution), so
+    `torch.is_tensor()` or a `logger.info()` no longer match some project definition by
+    name; the rule is kept as RepoEval's API locator states it: a method called on an object
+    of unknown type counts only when the file imports its class.
     """
     if receiver is None:
         return bindings[name] if name in bindings else name not in _BUILTIN_NAMES

@@ -1,4 +1,4 @@
-"""The `prism-code` command line: index, find, related, complete, bench."""
+"""The `prism-code` command line: index, find, related, calls, complete, bench."""
 
 from __future__ import annotations
 
@@ -178,6 +178,23 @@ def cmd_related(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_calls(args: argparse.Namespace) -> int:
+    from prism_code.tasks.call_list import call_edges
+
+    index = _open_index(args)
+    try:
+        index.update(relations=False)  # the graph is all this needs: relations are left for later
+        edges = call_edges(index, args.symbol)
+    finally:
+        index.close()
+    if args.json:
+        print(json.dumps([edge.as_json() for edge in edges], indent=1))
+    else:
+        for edge in edges:
+            print(shown_text(edge.text()))
+    return 0
+
+
 def _relative(index: RepoIndex, file: Path) -> str:
     """FILE (absolute, or relative to the workspace) as the workspace path of its real file.
 
@@ -346,6 +363,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", type=non_empty_path)
     p.add_argument("line", type=bounded_int(1))
     p.set_defaults(func=cmd_related)
+
+    p = sub.add_parser("calls", help="resolved call edges: every one, or those touching SYMBOL")
+    workspace(p)
+    p.add_argument("symbol", nargs="?", type=non_empty_text,
+                   help='a qualname ("Keeper.walk") or a name ("walk"): only calls from or to it')
+    p.set_defaults(func=cmd_calls)
 
     p = sub.add_parser("complete", help="complete the code at FILE:LINE:COL (1-based)")
     workspace(p)

@@ -39,7 +39,7 @@ import numpy as np
 from prism_code.cancel import CancelCheck, Cancelled
 from prism_code.config import cache_root
 from prism_code.fragments import Fragment
-from prism_code.parse.model import CallSite, Definition, Import, ParsedFile
+from prism_code.parse.model import Binding, CallSite, Definition, Import, ParsedFile
 from prism_code.workspace import FileState
 
 fcntl: ModuleType | None
@@ -270,6 +270,7 @@ def parsed_to_json(pf: ParsedFile) -> str:
         "imports": [[i.module, i.line, [list(n) for n in i.names], i.alias, i.level]
                     for i in pf.imports],
         "blocks": pf.blocks,
+        "bindings": [[b.scope, b.name, b.line, b.kind, b.evidence] for b in pf.bindings],
     }, separators=(",", ":"))
 
 
@@ -278,11 +279,13 @@ def parsed_from_json(path: str, data: str) -> ParsedFile:
     return ParsedFile(
         path=path, language=raw["language"], line_count=raw["line_count"],
         has_errors=raw["has_errors"],
-        definitions=[Definition(**d) for d in raw["definitions"]],
+        definitions=[Definition(**{**d, "bases": tuple(d.get("bases", ())),
+                                   "decorators": tuple(d.get("decorators", ()))}) for d in raw["definitions"]],
         calls=[CallSite(*c) for c in raw["calls"]],
         imports=[Import(m, line, tuple(tuple(n) for n in names), alias, level)
                  for m, line, names, alias, level in raw["imports"]],
         blocks=[tuple(b) for b in raw["blocks"]],
+        bindings=[Binding(*b) for b in raw.get("bindings", ())],
     )
 
 

@@ -16,6 +16,7 @@ from prism_code.memory.cok import ModuleSummarizer, files_ready_for_summary, mod
 from prism_code.memory.deterministic_notes import (
     DETERMINISTIC,
     LLM,
+    STUB,
     deterministic_note,
     notes_for,
     signature_parts,
@@ -207,3 +208,73 @@ def test_module_summaries_wait_until_every_function_of_the_file_has_its_model_no
         assert files_ready_for_summary(index, store) == ["pkg/b.py"]
         store.put_summary("pkg/b.py", "stale", {"purpose": "old"}, "test")
         assert files_ready_for_summary(index, store) == ["pkg/b.py"]  # a summary of older text is redone
+
+
+def test_a_stub_note_says_it_does_nothing_and_names_its_implementations(tmp_path):
+    """An abstract method's note is the deterministic one, for good: the model would invent
+    behaviour that is not there. Its implementations are named; none of them is a call."""
+    root = tmp_path / "shapes"
+    root.mkdir()
+    (root / "base.py").write_text(
+        "class Shape:\n"
+        "    def area(self):\n"
+        '        """How much room the shape takes."""\n'
+        "        raise NotImplementedError\n\n"
+        "    def unused(self) -> int:\n"
+        "        ...\n\n"
+        "    def report(self):\n"
+        "        return self.area()\n")
+    (root / "square.py").write_text(
+        "from base import Shape\n\n\n"
+        "class Square(Shape):\n"
+        "    def area(self):\n"
+        "        return 4\n\n\n"
+        "class Circle(Shape):\n"
+        "    def area(self):\n"
+        "        return 3\n")
+    index = RepoIndex(root, cache_dir=tmp_path / "cache")
+    index.update()
+    try:
+        area = notes_for(index, "base.py", "Shape.area")
+        assert area.source == STUB
+        assert area.note == FunctionNote(
+            "How much room the shape takes.", "no parameters", "",
+            "Does nothing itself (an abstract or placeholder body); implemented by Circle.area, Square.area; "
+            "called by Shape.report.")
+        unused = notes_for(index, "base.py", "Shape.unused")
+        assert unused.source == STUB and unused.note.output == "returns int"
+        assert unused.note.procedure == ("Does nothing itself (an abstract or placeholder body); nothing in the "
+                                         "repository implements it.")
+        assert notes_for(index, "square.py", "Square.area").source == DETERMINISTIC
+        # Even a stored model note for a stub's text does not replace its deterministic note.
+        with NotesStore.for_index(index) as store:
+            stub = fragment(index, "base.py", "Shape.area")
+            store.put("base.py", "Shape.area", function_hash(index, stub),
+                      FunctionNote("Computes the area.", "the shape", "a number", "Multiplies the sides."), "test")
+            assert notes_for(index, "base.py", "Shape.area", store).source == STUB
+    finally:
+        index.close()
+
+
+def test_the_model_pass_skips_stubs_and_their_files_need_no_model_note(tmp_path):
+    root = tmp_path / "protocols"
+    root.mkdir()
+    (root / "api.py").write_text(
+        "class Reader:\n"
+        "    def read(self, size: int) -> bytes:\n"
+        "        ...\n\n"
+        "    def close(self):\n"
+        "        pass\n")
+    index = RepoIndex(root, cache_dir=tmp_path / "cache")
+    index.update()
+    try:
+        with NotesStore.for_index(index) as store:
+            # Every function is a stub: the pass has nothing to ask a model (no session needed).
+            run = run_notes(None, index, store=store)  # type: ignore[arg-type]
+            assert (run.total, run.stubs, run.noted, run.up_to_date) == (2, 2, 0, 0)
+            assert run.as_row()["stubs"] == 2
+            assert store.hashes() == {}
+            # Their file is ready for its module summary: no model note will ever come.
+            assert files_ready_for_summary(index, store) == ["api.py"]
+    finally:
+        index.close()

@@ -9,7 +9,16 @@ from pathlib import Path
 import pytest
 
 from prism_code.fragments import FUNCTION, Fragment, file_fragments, window_spans
-from prism_code.graph import CodeGraph, block_node, def_node, dir_node, file_node, module_node
+from prism_code.graph import (
+    CodeGraph,
+    ResolvedCall,
+    block_node,
+    call_links,
+    def_node,
+    dir_node,
+    file_node,
+    module_node,
+)
 from prism_code.parse import parse_source
 from prism_code.relations import StrengthTable, code_relation_rows, context_relation, relation_rows
 
@@ -47,6 +56,16 @@ def test_edges_carry_fragrel_weights(graph):
     # nothing calls `unrelated`
     assert not any(graph.g[def_node(B, "unrelated")][n]["weight"] == 0.8
                    for n in graph.g.neighbors(def_node(B, "unrelated")))
+
+
+def test_calls_are_directed_with_their_lines(graph):
+    """The relation graph is undirected; the resolved calls say who calls whom, and where."""
+    caller, helper = def_node(A, "caller"), def_node(B, "helper")
+    greet, fmt = def_node(A, "Greeter.greet"), def_node(A, "Greeter.format")
+    assert graph.resolved_calls() == sorted([ResolvedCall(caller, helper, 5), ResolvedCall(greet, fmt, 10)])
+    assert call_links(graph, helper) == ({caller}, set())
+    assert call_links(graph, caller) == (set(), {helper})
+    assert graph.calls_to(caller) == [] and graph.calls_from(helper) == []
 
 
 def test_relation_strength_is_max_product_over_paths(graph):

@@ -62,13 +62,15 @@ def test_definition_hover_note(index):
     note = describe(index, at(index, "pkg/core.py", "def build(", "build"))
     assert note.symbol.found_at == "definition"
     assert note.summary == "Build an inventory holding one item."  # the comment above it
-    assert note.callers == ["main (tools/report.py:8)", "module code (pkg/core.py:48)"]
-    assert note.callees == ["Inventory (pkg/core.py:12)", "helper (pkg/util.py:9)"]
+    # Module-level code is named by its call's line.
+    assert note.callers == ["main (tools/report.py:8)", "module code (pkg/core.py:49)"]
+    assert note.callees == ["Inventory (pkg/core.py:12)", "Inventory.add (pkg/core.py:26)",
+                            "helper (pkg/util.py:9)"]
     text = note.markdown()
     assert text.startswith("```python\ndef build(item: str, count: int = 1) -> Inventory\n```")
     assert "function `build`, defined in `pkg/core.py:42`" in text
-    assert "callers: 2 (`main (tools/report.py:8)`, `module code (pkg/core.py:48)`)" in text
-    assert "callees: 2" in text
+    assert "callers: 2 (`main (tools/report.py:8)`, `module code (pkg/core.py:49)`)" in text
+    assert "callees: 3" in text
 
 
 def test_docstring_summary_is_the_first_paragraph(index):
@@ -83,7 +85,8 @@ def test_methods_and_nested_functions(index):
     method = at(index, "pkg/core.py", "def add(", "add")
     assert method.qualname == "Inventory.add" and method.kind == "method"
     callers, callees = call_links(index.graph, method.node)
-    assert {index.graph.g.nodes[n]["qualname"] for n in callers} == {"Inventory.load"}
+    # build() calls it on `inventory = Inventory("main")`: a local typed by its constructor.
+    assert {index.graph.g.nodes[n]["qualname"] for n in callers} == {"Inventory.load", "build"}
     assert {index.graph.g.nodes[n]["qualname"] for n in callees} == {"helper"}
     nested = at(index, "pkg/core.py", "rows = [parse(line)", "parse")
     assert nested.qualname == "Inventory.load.parse" and nested.found_at == "call"
@@ -109,8 +112,9 @@ def test_nothing_to_say_is_none(index):
     assert symbol_at(index, "pkg/core.py", 2, 0) is None  # an empty line
     assert symbol_at(index, "pkg/core.py", 999, 0) is None
     assert at(index, "pkg/core.py", "import logging", "logging") is None  # a name, not a definition
-    # A call the graph does not resolve (a method on a local variable).
-    assert at(index, "pkg/core.py", "inventory.add(item", "add") is None
+    # A call that does not resolve: a method of a value of unknown type (a str here).
+    assert at(index, "pkg/core.py", "line.strip()", "strip") is None
+    assert at(index, "pkg/core.py", "inventory.add(item", "add").qualname == "Inventory.add"
 
 
 def test_cursor_just_after_the_name(index):
@@ -288,3 +292,45 @@ def test_few_parsed_buffers_are_kept(index):
     assert buffers.stats()["kept"] == 1 and buffers.stats()["keptBytes"] == len(big)
     buffers.discard("big.py")
     assert buffers.stats()["kept"] == 0
+
+
+CALLREPO = Path(__file__).parent / "fixtures" / "callrepo"
+
+
+@pytest.fixture(scope="module")
+def zoo(tmp_path_factory: pytest.TempPathFactory) -> RepoIndex:
+    root = tmp_path_factory.mktemp("zoo") / "callrepo"
+    shutil.copytree(CALLREPO, root)
+    index = RepoIndex(root, cache_dir=root.parent / "cache")
+    index.update()
+    yield index
+    index.close()
+
+
+def test_hover_lists_only_real_callers_and_callees(zoo):
+    # super().__init__ is the parent's, in another file.
+    parent = at(zoo, "zoo/animals.py", "super().__init__(name)", "__init__")
+    assert (parent.qualname, parent.path, parent.found_at) == ("Animal.__init__", "zoo/base.py", "call")
+    dog_init = describe(zoo, at(zoo, "zoo/animals.py", "def __init__", "__init__"))
+    assert dog_init.callers == [] and dog_init.callees == ["Animal.__init__ (zoo/base.py:6)"]
+    assert dog_init.overrides == ["Animal.__init__ (zoo/base.py:6)"]
+    # No sibling __init__ is a caller or callee of another one.
+    enclosure = describe(zoo, at(zoo, "zoo/base.py", "def __init__(self, size)", "__init__"))
+    assert (enclosure.callers, enclosure.callees) == ([], [])
+    # `date` imported from datetime is not the repository's date().
+    assert at(zoo, "zoo/calendar.py", "return date(year", "date") is None
+
+
+def test_an_abstract_method_names_its_implementations(zoo):
+    note = describe(zoo, at(zoo, "zoo/base.py", "def sound(self)", "sound"))
+    assert note.overridden_by == ["Cat.sound (zoo/animals.py:17)", "Dog.sound (zoo/animals.py:9)"]
+    assert note.callers == ["Animal.describe (zoo/base.py:14)"]
+    assert note.note_source == "stub"
+    assert note.note["procedure"].startswith(
+        "Does nothing itself (an abstract or placeholder body); implemented by Cat.sound, Dog.sound")
+    text = note.markdown()
+    assert "overridden by: 2 (`Cat.sound (zoo/animals.py:17)`, `Dog.sound (zoo/animals.py:9)`)" in text
+    assert "the body does nothing, so the model is not asked to describe it" in text
+    implementation = describe(zoo, at(zoo, "zoo/animals.py", "def sound(self):", "sound"))
+    assert implementation.overrides == ["Animal.sound (zoo/base.py:10)"]
+    assert implementation.note_source == "deterministic"

@@ -40,6 +40,9 @@ def snapshot(index: RepoIndex) -> dict:
         "related": {k: [(o, round(w, 5)) for o, w in v] for k, v in sorted(index.related.items())},
         "edges": sorted((u, v, round(w, 5)) if u < v else (v, u, round(w, 5))
                         for u, v, w in ((e.u, e.v, e.weight) for e in index.graph.edges())),
+        # What hovers, notes and `prism-code calls` read: the resolved calls and the overrides.
+        "calls": index.graph.resolved_calls(),
+        "overrides": {n: index.graph.overrides(n) for n in sorted(index.graph.g) if index.graph.overrides(n)},
         "lines": dict(index.lines),
         "function_count": index.function_count,  # what prism.status shows
     }

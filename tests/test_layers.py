@@ -26,7 +26,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("base", ("prism_code", "prism_code.atomic", "prism_code.cancel", "prism_code.config",
               "prism_code.progress", "prism_code.terminal", "prism_code.cli_args")),
     ("parse", ("prism_code.parse",)),
-    ("graph", ("prism_code.graph",)),
+    ("graph", ("prism_code.graph", "prism_code.call_resolution", "prism_code.call_index")),
     ("store", ("prism_code.workspace", "prism_code.git_files", "prism_code.safe_read", "prism_code.fragments",
                "prism_code.relations", "prism_code.relation_update", "prism_code.store", "prism_code.index")),
     ("retrieval, llm", ("prism_code.retrieval", "prism_code.embeddings", "prism_code.llm")),

@@ -218,6 +218,25 @@ def test_typescript_definitions_and_docs() -> None:
     assert definition(lib, "Priced").doc == ""  # the file comment is separated by a blank line
 
 
+def test_typescript_abstract_and_interface_methods_are_bodiless_definitions() -> None:
+    path = Path(__file__).parent / "fixtures" / "callrepo" / "web" / "shape.ts"
+    shape = parse_source("web/shape.ts", path.read_bytes())
+    assert outline(shape) == [
+        ("Shape", "class", 1, 7),
+        ("Shape.area", "method", 2, 2),
+        ("Shape.describe", "method", 4, 6),
+        ("Named", "class", 9, 11),
+        ("Named.name", "method", 10, 10),
+        ("fmt", "function", 13, 15),
+    ]
+    assert definition(shape, "Shape.area").signature == "abstract area(): number"
+    assert [d.qualname for d in shape.definitions if d.stub] == ["Shape.area", "Named.name"]
+    # A parameter's type literal holds no definitions; a type alias declares its methods.
+    literal = parse_source("t.ts", b"function f(r: { read(): string }) { return r.read(); }\ntype Reader = { read(): string };\n")
+    assert [(d.qualname, d.stub) for d in literal.definitions] == [("f", False), ("Reader", False),
+                                                                   ("Reader.read", True)]
+
+
 def test_typescript_calls_imports_blocks() -> None:
     app = parse_fixture("web/app.ts")
     assert app.calls == [

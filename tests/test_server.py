@@ -189,7 +189,7 @@ async def test_hover_at_a_definition(client: LanguageClient, workspace: Path):
     assert "def build(item: str, count: int = 1) -> Inventory" in text
     assert "Build an inventory holding one item." in text
     assert "callers: 2" in text and "main (tools/report.py:8)" in text
-    assert "callees: 2" in text and "`helper (pkg/util.py:9)`" in text
+    assert "callees: 3" in text and "`helper (pkg/util.py:9)`" in text and "`Inventory.add (pkg/core.py:26)`" in text
     # Not on a name, a language without a grammar, a file outside the workspace: no hover.
     assert await hover(client, uri, types.Position(line=1, character=0)) is None
     toml = workspace / "rust" / "Cargo.toml"

@@ -111,5 +111,6 @@ def _run(index: RepoIndex, args: argparse.Namespace) -> None:
         session.close()
     print(f"notes: {run.noted} written in {run.seconds:.1f} s ({run.notes_per_minute:.1f}/min, "
           f"{run.decoded_per_note:.1f} decoded tokens each), {run.up_to_date} up to date, "
-          f"{run.copied} copied from identical functions, {run.failed} failed; "
+          f"{run.copied} copied from identical functions, {run.stubs} stubs (nothing to describe), "
+          f"{run.failed} failed; "
           f"{summarized} module summaries written", file=sys.stderr)

@@ -23,7 +23,7 @@ from prism_code.index import RepoIndex
 from prism_code.llm.backend import model_label
 from prism_code.memory.accounting import Accounting
 from prism_code.memory.code_schemas import FunctionNote, ModuleSummary
-from prism_code.memory.deterministic_notes import DETERMINISTIC, LLM, NoteSource, notes_for
+from prism_code.memory.deterministic_notes import DETERMINISTIC, LLM, STUB, NoteSource, notes_for
 from prism_code.memory.file_order import file_order
 from prism_code.memory.grammar import json_layout_grammar
 from prism_code.memory.notes_store import NotesStore
@@ -196,7 +196,7 @@ def files_ready_for_summary(index: RepoIndex, store: NotesStore, paths: Sequence
         stored = store.summary(path)
         if stored is not None and stored.hash == _file_hash(index, path):
             continue
-        if all((lookup := notes_for(index, path, q, store)) is not None and lookup.source == LLM
+        if all((lookup := notes_for(index, path, q, store)) is not None and lookup.source in (LLM, STUB)
                for q in by_file[path]):
             out.append(path)
     return out

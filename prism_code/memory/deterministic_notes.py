@@ -2,9 +2,15 @@
 
 Every function of the PRISM function memory (`FunctionMemory{functions: dict[str,
 FunctionNote]}`, PRISM App. A, Listing 2) has a note at once: the signature's parameters
-and return annotation, the docstring's first sentence, callers and callees. Hovers and
-search never wait for the model; `notes_for` prefers the model's note
-(prism_code.memory.note_writer) once one was written for the function's current text.
+and return annotation, the docstring's first sentence, callers and callees (the graph's
+resolved calls). Hovers and search never wait for the model; `notes_for` prefers the
+model's note (prism_code.memory.note_writer) once one was written for the function's
+current text.
+
+A function whose body does nothing (abstract, `pass`, `...`, `raise NotImplementedError`,
+a TypeScript abstract or interface method) has no behaviour for the model to describe, and
+a model asked anyway invents one. Its deterministic note says so and names the methods
+that implement it; that note is final (source "stub"): the model pass skips it.
 """
 
 from __future__ import annotations
@@ -20,9 +26,11 @@ from prism_code.index import RepoIndex
 from prism_code.memory.code_schemas import FunctionNote
 from prism_code.memory.notes_store import NotesStore, function_hash
 
-NoteSource = Literal["llm", "deterministic"]  # a model's note, or one made from the parse and the graph
+# A model's note, one made from the parse and the graph, or that one for a stub (final).
+NoteSource = Literal["llm", "deterministic", "stub"]
 LLM: Final = "llm"
 DETERMINISTIC: Final = "deterministic"
+STUB: Final = "stub"
 FIELDS = ("purpose", "input", "output", "procedure")
 
 
@@ -100,11 +108,17 @@ def deterministic_note(index: RepoIndex, fragment: Fragment) -> FunctionNote:
     owner = f" of {definition.parent}" if definition and definition.parent else ""
     purpose = _first_sentence(doc) or f"{name_words(name).capitalize() or name} ({kind}{owner})."
     params, returns = signature_parts(signature)
+    node = def_node(fragment.path, fragment.qualname)
     with index.lock:
-        callers, callees = call_links(index.graph, def_node(fragment.path, fragment.qualname))
+        callers, callees = call_links(index.graph, node)
         caller_names = sorted({index.graph.g.nodes[n].get("qualname", "module code") for n in callers})
         callee_names = sorted({index.graph.g.nodes[n].get("qualname", "?") for n in callees})
+        implementations = _names(index, index.graph.overrides(node))
     procedure = []
+    if definition is not None and definition.stub:
+        procedure.append("Does nothing itself (an abstract or placeholder body); "
+                         + ("implemented by " + _first_six(implementations) if implementations
+                            else "nothing in the repository implements it"))
     if callee_names:
         procedure.append("Calls " + _first_six(callee_names))
     if caller_names:
@@ -117,17 +131,35 @@ def deterministic_note(index: RepoIndex, fragment: Fragment) -> FunctionNote:
     )
 
 
+def _names(index: RepoIndex, nodes: list[str]) -> list[str]:
+    """Qualnames of definition nodes, with the file when two share a qualname."""
+    data = [index.graph.g.nodes[n] for n in nodes if n in index.graph.g]
+    counts: dict[str, int] = {}
+    for d in data:
+        counts[d["qualname"]] = counts.get(d["qualname"], 0) + 1
+    return sorted(d["qualname"] if counts[d["qualname"]] == 1 else f"{d['qualname']} ({d['path']})" for d in data)
+
+
 def _first_six(names: list[str]) -> str:
     return ", ".join(names[:6]) + ("" if len(names) <= 6 else ", ...")
+
+
+def is_stub(index: RepoIndex, path: str, qualname: str) -> bool:
+    """Whether the function's body does nothing (its note is the deterministic one, for good)."""
+    definition = index.definition(path, qualname)
+    return definition is not None and definition.stub
 
 
 def notes_for(index: RepoIndex, path: str, qualname: str,
               store: NotesStore | None = None) -> NoteLookup | None:
     """The best note for a function now: the LLM's if it was written for this text, else the
-    deterministic one. None when the index has no such function."""
+    deterministic one; for a stub always the deterministic one. None when the index has no
+    such function."""
     fragment = index.fragments.get(function_key(path, qualname))
     if fragment is None:
         return None
+    if is_stub(index, path, qualname):
+        return NoteLookup(deterministic_note(index, fragment), STUB)
     own = store is None
     store = store or NotesStore.for_index(index)
     try:

@@ -41,7 +41,7 @@ from prism_code.llm.backend import keeps_kv_state, model_label
 from prism_code.llm.types import Generation
 from prism_code.memory.accounting import Accounting
 from prism_code.memory.code_schemas import FunctionMemory, FunctionNote
-from prism_code.memory.deterministic_notes import FIELDS, deterministic_note
+from prism_code.memory.deterministic_notes import FIELDS, deterministic_note, is_stub
 from prism_code.memory.file_order import functions_in_order
 from prism_code.memory.notes_store import NotesStore, function_hash
 from prism_code.memory.revisions import Applied, Revision, apply
@@ -125,6 +125,7 @@ class NotesRun:
     total: int = 0  # functions in the repository (or under the limit)
     up_to_date: int = 0  # already noted for their current text
     copied: int = 0  # taken from a note of the same text elsewhere
+    stubs: int = 0  # bodies that do nothing: their deterministic note stands, no model asked
     noted: int = 0  # written by the model in this run
     failed: int = 0
     cancelled: bool = False
@@ -140,7 +141,7 @@ class NotesRun:
         return self.accounting.decoded / self.noted if self.noted else 0.0
 
     def as_row(self) -> dict[str, Any]:
-        return {"total": self.total, "up_to_date": self.up_to_date, "copied": self.copied,
+        return {"total": self.total, "up_to_date": self.up_to_date, "copied": self.copied, "stubs": self.stubs,
                 "noted": self.noted, "failed": self.failed, "cancelled": self.cancelled,
                 "seconds": round(self.seconds, 1), "notes_per_minute": round(self.notes_per_minute, 1),
                 "decoded_per_note": round(self.decoded_per_note, 1), **self.accounting.as_row()}
@@ -276,7 +277,7 @@ def run_notes(
         work = _plan(index, store, priority, run)
         if limit is not None:
             work = work[:max(limit, 0)]
-        run.total = run.up_to_date + run.copied + len(work)
+        run.total = run.up_to_date + run.copied + run.stubs + len(work)
         if work:
             started = time.perf_counter()
             _write_all(session, index, store, work, run, settings, cancelled, progress, on_note, state_cache)
@@ -332,7 +333,7 @@ def _write_all(session: CompletionBackend, index: RepoIndex, store: NotesStore, 
             log.warning("note for %s#%s rejected: %s", fragment.path, fragment.qualname, outcome.reason)
             run.failed += 1
         if progress is not None:
-            progress(run.up_to_date + run.copied + n + 1, run.total)
+            progress(run.up_to_date + run.copied + run.stubs + n + 1, run.total)
 
 
 def _plan(index: RepoIndex, store: NotesStore, priority: Sequence[str], run: NotesRun) -> list[_Work]:
@@ -340,6 +341,9 @@ def _plan(index: RepoIndex, store: NotesStore, priority: Sequence[str], run: Not
     known = store.hashes()
     work = []
     for fragment in functions_in_order(index, priority):
+        if is_stub(index, fragment.path, fragment.qualname):
+            run.stubs += 1  # nothing to describe: a model would invent behaviour
+            continue
         current = function_hash(index, fragment)
         stored = known.get((fragment.path, fragment.qualname))
         if stored == current:

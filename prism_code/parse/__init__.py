@@ -5,7 +5,7 @@ from __future__ import annotations
 from prism_code.parse.extract import extract
 from prism_code.parse.languages import LANGUAGES, language_for_path, language_for_source, parser
 from prism_code.parse.macros import blanked, hiding_macro_names
-from prism_code.parse.model import CallSite, Definition, Import, ParsedFile
+from prism_code.parse.model import Binding, CallSite, Definition, Import, ParsedFile
 from prism_code.parse.salvage import salvage
 from prism_code.parse.specs import language_spec
 from prism_code.parse.tagged_languages import TAGGED_RULES, source_to_parse
@@ -19,12 +19,14 @@ from prism_code.parse.tagged_languages import TAGGED_RULES, source_to_parse
 # object-literal members, default exports, namespaces, type aliases, interface and abstract
 # methods; Go named types of every kind; Rust trait method signatures, macro_rules!, `mod x {}`
 # containers and items inside macro calls; C/C++ structs, unions, enums, typedefs, function-like
-# macros and the definitions macros hid; Java enum constant bodies and anonymous classes; Python lambdas.
+# macros and the definitions macros hid; Java enum constant bodies and anonymous classes; Python lambdas;
+# bindings, class bases and stubs (call resolution).
 PARSER_VERSION = 3
 
 __all__ = [
     "LANGUAGES",
     "PARSER_VERSION",
+    "Binding",
     "CallSite",
     "Definition",
     "Import",

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import tree_sitter
 from tree_sitter import Node
 
+from prism_code.parse.bindings import read_facts
 from prism_code.parse.calls import call_target
 from prism_code.parse.clauses import merge_clauses
 from prism_code.parse.definitions import DefinitionHead
@@ -88,15 +89,17 @@ def extract(path: str, language: str, source: bytes, tree: tree_sitter.Tree,
                  "characters are indexed as part of their enclosing definition",
                  path, dropped, MAX_DEFINITION_DEPTH, MAX_QUALNAME_CHARS)
     nested, calls = _within_budget(path, nested, found.callees, source)
+    facts = read_facts(language, root, source, nested.definitions, calls, MAX_QUERY_START_DEPTH)
     return ParsedFile(
         path=path,
         language=language,
-        definitions=nested.definitions,
+        definitions=facts.annotate(nested.definitions),
         calls=calls,
         imports=found.imports,
         blocks=_blocks(root, nested.anchors | found.containers, spec),
         line_count=source.count(b"\n") + (0 if not source or source.endswith(b"\n") else 1),
         has_errors=root.has_error,
+        bindings=facts.bindings,
     )
 
 

@@ -27,6 +27,13 @@ class Definition:
     signature: str  # header up to the body, whitespace-collapsed: "def f(a, b=1) -> int"
     doc: str  # docstring, else the comment block right above; "" when none
     parent: str | None = None  # qualname of the enclosing definition
+    # A class's bases as written, dotted: Python superclasses, JS/TS `extends` and `implements`.
+    bases: tuple[str, ...] = ()
+    # The body does nothing: abstract (TS abstract or interface method, Java without a body),
+    # only `pass`, `...`, a docstring or `raise NotImplementedError`; an empty JS/TS body.
+    stub: bool = False
+    # Python decorators as dotted names without arguments: ("property",), ("app.route",).
+    decorators: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -56,6 +63,27 @@ class Import:
     level: int = 0  # Python relative-import dots
 
 
+BindingKind = Literal["local", "instance", "alias"]
+
+
+@dataclass(frozen=True, slots=True)
+class Binding:
+    """A name a file binds, with what the code says about its value (prism_code.parse.bindings).
+
+    `x = Dog("rex")`, `x: Dog` and a parameter `x: Dog` -> kind "instance", evidence "Dog"
+    (the dotted name of a class, or of a function whose return annotation says the class);
+    `x = Dog` or `x = y.z` -> "alias" of that dotted name; any other binding (a loop
+    variable, `x = []`) -> "local", evidence "". An attribute of the instance in a method
+    (`self.pet = Dog()`, `this.pet = ...`) is named "self.pet" / "this.pet".
+    """
+
+    scope: str | None  # qualname of the innermost enclosing definition; None at module level
+    name: str
+    line: int
+    kind: BindingKind = "local"
+    evidence: str = ""
+
+
 @dataclass
 class ParsedFile:
     path: str  # workspace-relative, "/" separated
@@ -67,3 +95,4 @@ class ParsedFile:
     blocks: list[tuple[int, int]] = field(default_factory=list)
     line_count: int = 0
     has_errors: bool = False
+    bindings: list[Binding] = field(default_factory=list)

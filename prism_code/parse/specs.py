@@ -114,13 +114,14 @@ def _typescript() -> LanguageSpec:
         "enum_declaration": defs.named("class"),
         # `type Props = {...}` declares a type as an interface does.
         "type_alias_declaration": defs.named("class"),
-        # Declared methods without a body: an interface's (`subscribe(listener): Unsubscribe`)
-        # and an abstract class's are what callers read, as Java's interface methods are.
-        "method_signature": defs.named("function"),
+        # Declared methods without a body: an abstract class's, an interface's and a type alias's
+        # (only there: a parameter's type literal and an overload's signatures are no
+        # definitions). Callers read them as they read Java's interface methods.
         "abstract_method_signature": defs.named("function"),
     }
     definitions = {
         **named,
+        "method_signature": defs.named("function"),
         **_JS_HELD,
         "public_field_definition": defs.js_field("name"),
         "internal_module": defs.ts_namespace,
@@ -131,6 +132,8 @@ def _typescript() -> LanguageSpec:
         + f"\n(public_field_definition name: (_) value: [{_JS_FUNCTION_TYPES}]) @definition"
         + "\n[(internal_module name: [(identifier) (nested_identifier)]) (module name: (identifier))] @definition"
         + _js_patterns(_TS_OBJECT_OF_FUNCTIONS)
+        + "\n(interface_body (method_signature) @definition)"
+        + "\n(type_alias_declaration value: (object_type (method_signature) @definition))"
     )
     return LanguageSpec(definitions, _JS_IMPORTS, patterns, doc_wrappers=_JS_WRAPPERS)
 

@@ -1,11 +1,14 @@
 """Hover notes: what the symbol under the cursor is, and who calls it and what it calls.
 
 The cursor is read against the text the user sees (an editor buffer may be ahead of the
-index), parsed with tree-sitter; callers and callees come from the code graph's call
-edges. A definition is recognised where it is defined and at any call site the graph
-resolves. A function's hover carries its PRISM memory note (purpose, input, output,
-procedure): the model's note when one was written for the function's current text, else
-the deterministic note made from the parse and the graph, and it says which. An import
+index), parsed with tree-sitter; callers and callees come from the code graph's resolved
+calls (prism_code.call_resolution), and a method's hover also says what it overrides and
+what overrides it. A definition is recognised where it is defined and at any call site
+that resolves: the buffer's own parse is resolved against the indexed files, so a call
+still resolves while the buffer is ahead of the index. A function's hover carries its PRISM
+memory note (purpose, input, output, procedure): the model's note when one was written for
+the function's current text, else the deterministic note made from the parse and the graph,
+and it says which. An import
 of a workspace module, or the first line of a file, shows the module's Chain-of-Key
 summary once one exists, else a summary made without the model.
 
@@ -21,14 +24,14 @@ from __future__ import annotations
 
 import re
 import threading
-from collections import OrderedDict
+from collections import ChainMap, OrderedDict
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 import tree_sitter
 from tree_sitter import Node
 
-from prism_code.graph import CodeGraph, call_links, def_node, innermost_nodes, is_call, module_node
+from prism_code.graph import CodeGraph, call_links, def_node
 from prism_code.index import RepoIndex
 from prism_code.parse import language_for_path
 from prism_code.parse.calls import call_target
@@ -86,6 +89,8 @@ class HoverNote:
     summary: str  # first paragraph of the docstring or leading comment
     callers: list[str]  # every caller, as "qualname (path:line)", sorted
     callees: list[str]
+    overrides: list[str] = field(default_factory=list)  # what this method overrides
+    overridden_by: list[str] = field(default_factory=list)  # methods of subclasses overriding it
     # The PRISM memory note by field (purpose, input, output, procedure), when there is one.
     note: dict[str, str] = field(default_factory=dict)
     note_source: NoteSource | Literal[""] = ""  # "" without a note
@@ -109,6 +114,10 @@ class HoverNote:
         parts.append(f"{s.kind} `{s.qualname}`, defined in `{s.path}:{s.start_line}`")
         parts.append(_link_list("callers", self.callers))
         parts.append(_link_list("callees", self.callees))
+        if self.overrides:
+            parts.append(_link_list("overrides", self.overrides))
+        if self.overridden_by:
+            parts.append(_link_list("overridden by", self.overridden_by))
         return "\n\n".join(parts)
 
 
@@ -116,6 +125,8 @@ _NOTE_HEADINGS = {
     "llm": "*Memory note (written by the model for this version of the function)*",
     "deterministic": "*Memory note (from the signature, docstring and call graph; the model "
                      "has not noted this version yet)*",
+    "stub": "*Memory note (from the signature, docstring and call graph: the body does nothing, "
+            "so the model is not asked to describe it)*",
 }
 
 
@@ -178,10 +189,11 @@ def symbol_at(index: RepoIndex, path: str, line: int, col: int, text: str | None
     if own is not None:
         return _symbol(path, own, "definition", span)
     callee = _called_name(buffer.tree, buffer.language, source, ident, name)
-    if callee is None:
+    called = call_target(callee, source) if callee is not None else None
+    if callee is None or called is None:
         return None
     with index.lock:
-        target = _resolve(index.graph, pf, ident, name)
+        target = _resolve(index.graph, pf, callee.start_point[0] + 1, name, called[1])
         if target is None:
             return None
         data = index.graph.g.nodes[target]
@@ -192,12 +204,16 @@ def symbol_at(index: RepoIndex, path: str, line: int, col: int, text: str | None
 
 
 def describe(index: RepoIndex, symbol: SymbolInfo, store: NotesStore | None = None) -> HoverNote:
-    """The hover note: docstring summary, memory note, and the graph's callers and callees."""
+    """The hover note: docstring summary, memory note, the resolved callers and callees, and
+    the overrides a method takes part in."""
     with index.lock:
-        callers, callees = call_links(index.graph, symbol.node)
-        callers_text = sorted(_describe_node(index.graph, n) for n in callers)
-        callees_text = sorted(_describe_node(index.graph, n) for n in callees)
-    note = HoverNote(symbol, summary(symbol.doc), callers_text, callees_text)
+        graph = index.graph
+        # Module-level code is named by the line of its call: "module code (path:48)".
+        callers = {_describe_node(graph, c.caller, c.line) for c in graph.calls_to(symbol.node)}
+        callees = {_describe_node(graph, n) for n in call_links(graph, symbol.node)[1]}
+        note = HoverNote(symbol, summary(symbol.doc), sorted(callers), sorted(callees),
+                         [_describe_node(graph, n) for n in graph.overridden(symbol.node)],
+                         [_describe_node(graph, n) for n in graph.overrides(symbol.node)])
     if symbol.kind in ("function", "method"):
         from dataclasses import asdict
 
@@ -456,29 +472,26 @@ def _called_name(tree: tree_sitter.Tree, language: str, source: bytes, ident: No
     return None
 
 
-def _resolve(graph: CodeGraph, pf: ParsedFile, ident: Node, name: str) -> str | None:
-    """The definition node the graph links this call to, from the node owning its line."""
-    line = ident.start_point[0] + 1
-    table = innermost_nodes(pf)
-    sources = [table[line] if line < len(table) else None]
-    enclosing = [d for d in pf.definitions if d.start_byte <= ident.start_byte < d.end_byte]
-    if enclosing:
-        # The buffer may be ahead of the index: the enclosing definition's node is stable.
-        sources.append(def_node(pf.path, max(enclosing, key=lambda d: d.start_byte).qualname))
-    sources.append(module_node(pf.path))
-    cache: dict[str, list[str | None]] = {}
-    for source in (s for s in sources if s is not None and s in graph.g):
-        targets = sorted(other for other, data in graph.g[source].items()
-                         if graph.g.nodes[other].get("name") == name
-                         and is_call(graph, source, other, data["owners"], cache))
-        if targets:
-            return targets[0]
+def _resolve(graph: CodeGraph, pf: ParsedFile, line: int, name: str, receiver: str | None) -> str | None:
+    """The definition node the call `receiver.name(...)` on this line of the buffer calls.
+
+    The buffer's own parse is resolved against the indexed files: its lines and its local
+    names are the ones the user sees, even before the index has caught up with them."""
+    sites = [c for c in pf.calls if c.line == line and c.name == name and c.receiver == receiver]
+    if not sites:
+        return None
+    resolver = graph.call_resolver(ChainMap({pf.path: pf}, graph.parsed))
+    for site in sites:
+        for path, qualname in resolver.resolve_call(pf, site):
+            node = def_node(path, qualname)
+            if node in graph.g:
+                return node
     return None
 
 
-def _describe_node(graph: CodeGraph, node: str) -> str:
+def _describe_node(graph: CodeGraph, node: str, line: int | None = None) -> str:
     data = graph.g.nodes[node]
-    where = f"{data['path']}:{data.get('start_line', 1)}"
+    where = f"{data['path']}:{line if line is not None and 'qualname' not in data else data.get('start_line', 1)}"
     if "qualname" in data:
         return f"{data['qualname']} ({where})"
     return f"module code ({where})"
