@@ -232,7 +232,8 @@ def test_typescript_abstract_and_interface_methods_are_bodiless_definitions() ->
     assert definition(shape, "Shape.area").signature == "abstract area(): number"
     assert [d.qualname for d in shape.definitions if d.stub] == ["Shape.area", "Named.name"]
     # A parameter's type literal holds no definitions; a type alias declares its methods.
-    literal = parse_source("t.ts", b"function f(r: { read(): string }) { return r.read(); }\ntype Reader = { read(): string };\n")
+    literal = parse_source("t.ts", b"function f(r: { read(): string }) { return r.read(); }\n"
+                                   b"type Reader = { read(): string };\n")
     assert [(d.qualname, d.stub) for d in literal.definitions] == [("f", False), ("Reader", False),
                                                                    ("Reader.read", True)]
 
