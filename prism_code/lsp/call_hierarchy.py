@@ -125,9 +125,11 @@ def register(server: PrismServer) -> None:
     async def prepare(ls: PrismServer, params: types.CallHierarchyPrepareParams
                       ) -> list[types.CallHierarchyItem] | None:
         found = await _at_cursor(ls, params.text_document.uri, params.position, call_hierarchy.prepare)
-        if found is None or found[1] is None:
+        if found is None:
             return None
         state, target = found
+        if target is None:
+            return None
         return [hierarchy_item(target, state.root, state.indexed_lines, codec(ls))]
 
     @server.feature(types.CALL_HIERARCHY_INCOMING_CALLS)
