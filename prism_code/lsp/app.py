@@ -29,7 +29,7 @@ from pygls.lsp.server import LanguageServer
 from prism_code.cancel import CancelCheck, Cancelled
 from prism_code.config import cache_root
 from prism_code.llm.backend import BackendError
-from prism_code.lsp import commands, completion_items, heap, stdio
+from prism_code.lsp import call_hierarchy, commands, completion_items, heap, stdio
 from prism_code.lsp.bridge import FIND_PROGRESS, NOTES_PROGRESS, ClientBridge, ClientLogHandler
 from prism_code.lsp.completion_debounce import CompletionRequest
 from prism_code.lsp.completion_model import CompletionModel
@@ -198,6 +198,7 @@ class PrismServer(LanguageServer):
 
 
 SERVER = PrismServer()
+call_hierarchy.register(SERVER)
 
 
 # ---- lifecycle ---------------------------------------------------------------------------
@@ -354,8 +355,7 @@ async def hover(ls: PrismServer, params: types.HoverParams) -> types.Hover | Non
     text = ls.open_buffer(params.text_document.uri)
     if text is None and state.index is not None:
         # A file not open in the editor: its text as last indexed, by any process.
-        state.catch_up(state.index)
-        text = "\n".join(state.index.lines.get(path, []))
+        text = "\n".join(state.indexed_lines(path))
     if text is None:
         return None
     lines = lsp_lines(text)

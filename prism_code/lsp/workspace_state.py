@@ -270,11 +270,22 @@ class WorkspaceState:
 
     def hover(self, path: str, line: int, col: int,
               text: str | None) -> HoverNote | ModuleHover | None:
-        index = self.index
+        index = self.caught_up()
         if index is None:
             return None
-        self.catch_up(index)
         return hover_at(index, path, line, col, text, self.notes_store(index))
+
+    def caught_up(self) -> RepoIndex | None:
+        """The index with what other processes committed read in; None before it opens."""
+        index = self.index
+        if index is not None:
+            self.catch_up(index)
+        return index
+
+    def indexed_lines(self, path: str) -> list[str]:
+        """A file's lines as indexed (unsaved edits folded in); [] when it is not indexed."""
+        index = self.index
+        return index.lines.get(path, []) if index is not None else []
 
     def notes_store(self, index: RepoIndex) -> NotesStore:
         """The function notes kept with `index` (one connection, shared by every thread)."""
