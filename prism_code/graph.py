@@ -111,8 +111,8 @@ class CodeGraph:
         # Which files each file's links read (its imports' targets, the files its calls resolve
         # through), and the reverse: an edit relinks the files that read the edited one.
         self._consulted: dict[str, frozenset[str]] = {}
-        self._resolution_cache = ResolutionCache()
         self._consulted_by: dict[str, set[str]] = defaultdict(set)
+        self._resolution_cache = ResolutionCache()  # file indexes and import answers, across updates
         # Resolved calls and overrides by the file whose links found them, and both directions.
         self._calls_of: dict[str, list[ResolvedCall]] = {}
         self._calls_from: dict[str, list[ResolvedCall]] = defaultdict(list)
@@ -151,9 +151,9 @@ class CodeGraph:
         # names that appeared or vanished can change how other files' calls resolve.
         flipped = set().union(*(old_nodes.get(p, set()) ^ new_nodes.get(p, set()) for p in gone))
         stale_names = {n.rsplit("#", 1)[1].rsplit(".", 1)[-1] for n in flipped if n.startswith("s:")}
-        # What other files' resolution reads of a file (_facts): an edit that leaves it alone
-        # (a function body, lines moving) relinks no other file.
-        # Top-level blocks (named by their first line) are never what another file's links reach.
+        # Other files read a file's definitions (not its top-level blocks, named by their first
+        # line) and its facts (_facts): an edit that leaves both alone (inside a function body,
+        # lines moving) relinks no other file.
         reread = {p for p in gone if {n for n in old_nodes.get(p, set()) ^ new_nodes.get(p, set())
                                       if not n.startswith("b:")}
                   or p not in self.parsed or p not in incoming or _facts(self.parsed[p]) != _facts(incoming[p])}
