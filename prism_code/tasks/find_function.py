@@ -277,7 +277,7 @@ class FunctionSearch:
         if expansion and expansion.strip():
             final = reciprocal_rank_fusion([final, self.scores(expansion, alpha)[0]])
         corpus_paths = [f.path for f in corpus.fragments]
-        names = [f.qualname.rsplit(".", 1)[-1] for f in corpus.fragments]
+        names = [f.qualname for f in corpus.fragments]
         best = float(final.max())
         signals = ranking_signals(query, names, corpus_paths, abs(best) if best else 1.0)
         final = final + signals.shift
@@ -298,7 +298,8 @@ class FunctionSearch:
         return FoundFunction(
             name=fragment.qualname.rsplit(".", 1)[-1], qualname=fragment.qualname,
             path=fragment.path, start_line=fragment.start_line, end_line=fragment.end_line,
-            score=round(score, 4), reason=readable_reason(fragment, terms, corpus.tokens[i], signals),
+            score=round(score, 4),
+            reason=readable_reason(fragment, terms, corpus.tokens[i], signals, "dense_code" in parts),
             kind=definition.kind if definition is not None else "function", scores=scores)
 
 
@@ -309,12 +310,13 @@ FILE_GROUP_POOL = 5
 REASON_WORDS = 4
 
 
-def readable_reason(fragment: Fragment, terms: set[str], tokens: Sequence[str], signals: Signals | None) -> str:
-    """Why this function is listed, in words a person reads."""
+def readable_reason(fragment: Fragment, terms: set[str], tokens: Sequence[str], signals: Signals | None,
+                    dense: bool) -> str:
+    """Why this function is listed, in words a person reads (`dense`: embeddings scored it too)."""
     parts: list[str] = []
     name_words = set(code_tokens(fragment.qualname))
     if signals is not None and signals.defines:
-        parts.append(f"defines {fragment.qualname.rsplit('.', 1)[-1]}")
+        parts.append(f"defines {signals.defines}")
     elif named := sorted(terms & name_words)[:REASON_WORDS]:
         parts.append("the name says " + ", ".join(f"'{w}'" for w in named))
     if signals is not None and signals.path_matches:
@@ -324,4 +326,6 @@ def readable_reason(fragment: Fragment, terms: set[str], tokens: Sequence[str], 
         parts.append("the body mentions " + ", ".join(f"'{w}'" for w in body))
     if signals is not None and signals.auxiliary:
         parts.append("ranked down as test, example or vendored code")
-    return "; ".join(parts) or "close in meaning to the query"
+    if not parts:
+        return "close in meaning to the query" if dense else "shares no word with the query"
+    return "; ".join(parts)

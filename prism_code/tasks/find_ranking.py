@@ -74,7 +74,7 @@ def path_words(path: str) -> set[str]:
 class Signals:
     """Why a function moved, for the reason a person reads; `shift` is what was added."""
 
-    defines: bool = False
+    defines: str = ""  # the symbol the query spells: the function's name or its owner type's
     path_matches: list[str] = field(default_factory=list)
     auxiliary: bool = False
     shift: float = 0.0
@@ -88,10 +88,17 @@ class RankingSignals:
     signals: dict[int, Signals]
 
 
-def ranking_signals(query: str, names: Sequence[str], paths: Sequence[str], scale: float) -> RankingSignals:
-    """Each function's shift for `query` (`names`: each function's own name, `paths`: its file),
-    in units of `scale`, the query's best fused score."""
-    n = len(names)
+def spelled_symbol(qualname: str, spelled: str) -> str:
+    """The part of `qualname` ("HTTPException.__init__") that `spelled` (a squashed query) names:
+    the function itself or the type that owns it, whose methods stand for it (classes are not
+    results of their own); "" when none."""
+    return next((part for part in reversed(qualname.split(".")) if squashed(part) == spelled), "")
+
+
+def ranking_signals(query: str, qualnames: Sequence[str], paths: Sequence[str], scale: float) -> RankingSignals:
+    """Each function's shift for `query` (`qualnames`: each function's dotted name in its file,
+    `paths`: its file), in units of `scale`, the query's best fused score."""
+    n = len(qualnames)
     shift = np.zeros(n, dtype=np.float32)
     signals: dict[int, Signals] = {}
     terms = set(code_tokens(query))
@@ -101,9 +108,9 @@ def ranking_signals(query: str, names: Sequence[str], paths: Sequence[str], scal
     for path in set(paths):
         matched = sorted(terms & path_words(path))
         by_path[path] = (matched, not keep_auxiliary and is_auxiliary(path))
-    for i, (name, path) in enumerate(zip(names, paths)):
+    for i, (qualname, path) in enumerate(zip(qualnames, paths)):
         matched, auxiliary = by_path[path]
-        defines = bool(spelled) and squashed(name) == spelled
+        defines = spelled_symbol(qualname, spelled) if spelled else ""
         value = min(PATH_WORD_BOOST_CAP, PATH_WORD_BOOST * len(matched))
         value += SYMBOL_MATCH_BOOST if defines else 0.0
         value -= AUXILIARY_PATH_PENALTY if auxiliary else 0.0
