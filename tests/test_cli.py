@@ -40,7 +40,8 @@ def test_index_then_find_with_embeddings(repo, tmp_path):
     assert out.returncode == 0, out.stderr
     results = json.loads(out.stdout)
     assert len(results) == 3
-    assert set(results[0]) == {"name", "qualname", "path", "start_line", "end_line", "score", "reason"}
+    assert set(results[0]) == {"name", "qualname", "path", "start_line", "end_line", "score", "reason",
+                               "kind", "scores"}
     assert (results[0]["qualname"], results[0]["path"], results[0]["start_line"]) == \
         ("Shape.area", "cpp/shape.cpp", 7)
     assert results[0]["score"] >= results[1]["score"] >= results[2]["score"]

@@ -25,7 +25,7 @@ from prism_code.tasks.find_strategies import FindOutcome, run_find
 FIXTURES = Path(__file__).parent / "fixtures"
 ORDER_TOTAL = ("Work out what an order costs in all: take the unit prices and how many of each item "
                "were bought, multiply each pair and sum the products.")
-CONTRACT = {"name", "qualname", "path", "start_line", "end_line", "score", "reason"}
+CONTRACT = {"name", "qualname", "path", "start_line", "end_line", "score", "reason", "kind", "scores"}
 
 
 @pytest.fixture()

@@ -51,6 +51,7 @@ export interface FoundFunction {
   range: Range;
   score: number;
   reason: string;
+  kind?: 'function' | 'method' | 'class' | 'file';
 }
 
 export type IndexState = 'opening' | 'indexing' | 'embedding' | 'idle' | 'paused' | 'failed' | 'stopped';

@@ -100,6 +100,7 @@ def found_json(found: Found, codec: PositionCodec) -> dict[str, Any]:
         "range": _range_json(lines_range(codec, f.start_line, f.end_line, found.last_line)),
         "score": f.score,
         "reason": f.reason,
+        "kind": f.kind,
     }
 
 

@@ -1,0 +1,69 @@
+"""Find's ranking on what people ask: a named symbol, code over its tests, many files over one."""
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from prism_code.index import RepoIndex
+from prism_code.tasks.find_function import FunctionSearch
+from prism_code.tasks.find_ranking import is_auxiliary, squashed
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.fixture()
+def search(tmp_path: Path):
+    root = tmp_path / "ranking"
+    shutil.copytree(FIXTURES / "ranking", root)
+    index = RepoIndex(root, cache_dir=tmp_path / "cache")
+    index.update()
+    yield FunctionSearch(index, None)
+    index.close()
+
+
+@pytest.mark.parametrize("query", ["HTTPException", "http exception", "http_exception"])
+def test_a_symbol_query_finds_the_definition_before_its_users(search: FunctionSearch, query: str):
+    found = search.search(query, top=5)
+    # classes are reached through their methods: the constructor stands for the class
+    assert found[0].qualname == "HTTPException.__init__"
+    assert found[0].kind == "method"
+    assert found[0].reason.startswith("defines HTTPException")
+    # the users are still listed after it
+    assert {"not_found", "forbidden", "handle_http_exception"} & {f.qualname for f in found[1:]}
+
+
+def test_a_test_file_ranks_below_the_code_it_tests(search: FunctionSearch):
+    found = search.search("rate limit the request", top=5)
+    paths = [f.path for f in found]
+    assert paths.index("web/limits.py") < paths.index("tests/test_limits.py")
+    assert "ranked down" in found[paths.index("tests/test_limits.py")].reason
+
+
+def test_a_query_about_tests_keeps_them_up(search: FunctionSearch):
+    found = search.search("test rate limit blocks the request", top=3)
+    assert found[0].path == "tests/test_limits.py"
+
+
+def test_one_files_many_hits_do_not_fill_the_list(search: FunctionSearch):
+    found = search.search("parse the query string token value", top=4)
+    paths = [f.path for f in found]
+    assert paths[0] == "web/parsing.py"
+    # parsing.py's five parse functions all match; the other files' best hits still get in
+    assert len(set(paths)) >= 3
+    assert paths.count("web/parsing.py") <= 2
+
+
+def test_reasons_are_words_and_the_numbers_are_apart(search: FunctionSearch):
+    found = search.search("parse the query string", top=3)
+    top = found[0].to_json()
+    assert "bm25" not in top["reason"]
+    assert "'parse'" in top["reason"] or "'query'" in top["reason"]
+    assert set(top["scores"]) >= {"bm25", "bm25_name"}
+
+
+def test_path_rules_and_identifier_styles():
+    assert is_auxiliary("pkg/router_test.go") and is_auxiliary("src/app.test.ts")
+    assert is_auxiliary("_examples/rest/main.go") and is_auxiliary("vendor/x/y.go")
+    assert not is_auxiliary("src/contest.py") and not is_auxiliary("latest/router.go")
+    assert squashed("HTTPException") == squashed("http exception") == squashed("http_exception")
