@@ -9,7 +9,8 @@ as the issue spells it:
                    (at most 400 tokens, cut from the end)
     <|fim_middle|>
 
-then 48 tokens greedy, of which the first line is the answer. The benchmarks blank the
+then 48 tokens greedy, of which the first line is the answer (`answer` stops decoding at
+that line's end, which greedy decoding makes the same line). The benchmarks blank the
 cursor's line from the cursor on, so "the rest of the cursor's line" is always empty there.
 Whatever the model writes is kept as it is: its first line, even when that is empty.
 
@@ -84,7 +85,7 @@ class Chunk:
 @dataclass(frozen=True)
 class BaselineAnswer:
     completion: str  # the first line of what the model wrote
-    raw: str  # all it wrote (up to ANSWER_TOKENS tokens)
+    raw: str  # what it wrote: the same first line (decoding stops at its end)
     prompt_tokens: int
 
 
@@ -139,9 +140,15 @@ def peer_prompt(tok: Tokenizer, prefix: str, suffix: str, chunks: Sequence[Chunk
 
 
 def answer(session: CompletionBackend, tokens: list[int]) -> BaselineAnswer:
-    """ANSWER_TOKENS tokens greedy (only the model's own markers stop it), the first line kept."""
-    out = session.generate(tokens, max_tokens=ANSWER_TOKENS, stop=list(STOP_MARKERS))
-    return BaselineAnswer(out.text.split("\n", 1)[0], out.text, len(tokens))
+    """Up to ANSWER_TOKENS tokens greedy, the first line kept.
+
+    Decoding stops at the first newline: greedy decoding writes the same tokens up to it
+    either way, so the first line is the one the 48 tokens would hold, and the slow host
+    does not spend ~5 s a task on lines nobody scores. An answer that starts with a newline
+    is an empty first line, kept as such.
+    """
+    out = session.generate(tokens, max_tokens=ANSWER_TOKENS, stop=[*STOP_MARKERS, "\n"])
+    return BaselineAnswer(out.text, out.text, len(tokens))
 
 
 # ---- the peer's simulated editing history --------------------------------------------------

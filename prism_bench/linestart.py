@@ -66,7 +66,7 @@ class Outcome:
 
     task_id: str
     completion: str  # what would be inserted at the cursor
-    raw: str  # what the model wrote (baselines: all ANSWER_TOKENS tokens; the product: its answer)
+    raw: str  # what the model wrote (baselines: their first line; the product: its answer)
     em: bool
     es: float
     prompt_tokens: int
