@@ -97,6 +97,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--limit", type=bounded_int(1), help="only this many tasks, spread over the split")
     p.add_argument("--known-only", action="store_true",
                    help="run nothing: report the tasks every mode has already answered")
+    p.add_argument("--kinds", type=_mode_list, metavar="K,...", default=["indent", "mid", "dot"],
+                   help="only these cursor kinds (indent, mid, dot)")
     p.add_argument("--diff", type=_mode_list, metavar="A,B",
                    help="also list the line starts where one of two modes is right and the other wrong")
     p.add_argument("--threads", type=threads, default=1)
@@ -219,12 +221,15 @@ def run(args: argparse.Namespace) -> int:
         modes = chosen_modes(args.modes, linestart.MODES, list(linestart.DEFAULT_MODES))
         if args.diff and (len(args.diff) != 2 or not set(args.diff) <= set(modes)):
             raise ValueError("--diff takes two of the modes run, e.g. --diff product,plain")
+        if not set(args.kinds) <= {"indent", "mid", "dot"}:
+            raise ValueError(f"unknown cursor kinds {args.kinds}; choose from indent, mid, dot")
         lines = linestart.run(args.model, modes, args.split, args.limit, args.threads,
-                              compute=not args.known_only)
+                              compute=not args.known_only, kinds=args.kinds)
         body = linestart.markdown(lines, command)
         if args.diff:
             body += "\n\n" + linestart.disagreements(lines, *args.diff)
-        section = f"linestart-{args.split}-{args.model}"
+        section = f"linestart-{args.split}-{args.model}" + (
+            "" if len(args.kinds) == 3 else "-" + "-".join(args.kinds))
         if args.write:
             png = linestart.chart(lines, args.write.parent / "images" / f"{section}.png")
             body += f"\n\n![Line-start completion EM by mode and cursor](images/{png.name})"

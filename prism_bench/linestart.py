@@ -40,7 +40,7 @@ from prism_code.index import RepoIndex
 from prism_code.llm import LlamaSession
 from prism_code.progress import StageBars
 from prism_code.tasks.complete import Completer, CompletionSettings
-from prism_code.tasks.fim import split_at_cursor
+from prism_code.tasks.fim import FimBudget, FimLayout, split_at_cursor
 
 PRODUCT = "product"
 PRODUCT_OFF = "product-noretrieval"
@@ -56,6 +56,15 @@ MODES: dict[str, Mode] = {
     PRODUCT_OFF: _OFF,
     PLAIN: baselines.FLOOR,
     PEER: baselines.PEER,
+    # Issue #28's candidate causes of the product's loss at a line start, one change at a time
+    # against the product without retrieval (its prompt alone):
+    "off: indentation typed, healed": replace(_OFF, layout=FimLayout(hold_indent=False)),
+    "off: indentation typed, not healed": replace(_OFF, layout=FimLayout(hold_indent=False, heal=False)),
+    "off: hole at the cursor": replace(_OFF, layout=FimLayout(typed_in_middle=False, heal=False)),
+    "off: prefix 1,500 tokens": replace(_OFF, budget=replace(_OFF.budget, prefix_tokens=1500)),
+    "off: no repository markers": replace(_OFF, layout=FimLayout(repo_markers=False)),
+    "off: the floor's budgets": replace(_OFF, budget=FimBudget(
+        prefix_tokens=1500, prefix_lines=80, suffix_tokens=400, suffix_lines=24, align_head=False)),
 }
 DEFAULT_MODES = (PRODUCT, PRODUCT_OFF, PLAIN, PEER)
 
@@ -101,13 +110,13 @@ def spread(tasks: list[LinestartTask], limit: int | None) -> list[LinestartTask]
 
 
 def run(model: str, modes: Sequence[str], split: str = "tune", limit: int | None = None,
-        threads: int = 1, compute: bool = True) -> LinestartResult:
-    """Complete every task of `split` ("tune", "test" or "all") in each mode not already known.
+        threads: int = 1, compute: bool = True, kinds: Sequence[str] = CURSOR_KINDS) -> LinestartResult:
+    """Complete every task of `split` ("tune", "test" or "all") and `kinds` in each mode not already known.
 
     With `compute` False nothing runs: the result holds the tasks every mode has answered.
     """
     cache = default_cache_dir()
-    tasks = spread([t for t in load_set() if split == "all" or split_of(t) == split], limit)
+    tasks = spread([t for t in load_set() if (split == "all" or split_of(t) == split) and t.kind in kinds], limit)
     result = LinestartResult(model, split, tasks)
     files = {mode: _results_file(cache, model, mode) for mode in modes}
     result.outcomes = {mode: load_outcomes(files[mode], Outcome) for mode in modes}

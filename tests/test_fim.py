@@ -6,6 +6,7 @@ from prism_code.tasks.fim import (
     PLAIN_LAYOUT,
     STOP_MARKERS,
     FimBudget,
+    FimLayout,
     TokenCache,
     build_prompt,
     finish_completion,
@@ -90,6 +91,18 @@ def test_prompt_ends_at_the_line_start_when_the_cursor_is_in_indentation(model_s
     assert typed.tokens[:typed.line_start] == at_start.tokens
     assert tok.detokenize(typed.tokens[typed.line_start:]) + typed.heal == "    ret"
     assert typed.heal.endswith("ret")
+
+
+@pytest.mark.model
+def test_the_indentation_can_be_typed_text_healed_instead_of_held_out(model_session):
+    tok = model_session
+    held = build_prompt(tok, "demo", "m.py", "def f(x):\n        ", "\n", [], FimBudget())
+    typed = build_prompt(tok, "demo", "m.py", "def f(x):\n        ", "\n", [], FimBudget(),
+                         FimLayout(hold_indent=False))
+    assert typed.held_indent is None and held.held_indent == "        "
+    assert typed.tokens[:typed.line_start] == held.tokens  # the same prompt up to the middle
+    # the indentation opens the middle; its last token is left for the model to write again
+    assert tok.detokenize(typed.tokens[typed.line_start:]) + typed.heal == "        " and typed.heal
 
 
 # A blanked line inside a small function followed by more code, as in RepoEval: the model
