@@ -52,5 +52,9 @@ DEFAULT_MODES = (FLOOR, PRODUCT_OFF, PRODUCT_ON)
 
 
 def mode_key(settings: CompletionSettings | Baseline) -> str:
-    """What identifies a mode's results in the cache: its settings, not its display name."""
-    return repr(settings)
+    """What identifies a mode's results in the cache: its settings, not its display name.
+
+    A setting added later with its default is left out, so outcomes kept before it existed
+    stay valid (FimLayout.hold_indent, issue #28).
+    """
+    return repr(settings).replace(", hold_indent=True", "")

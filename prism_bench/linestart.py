@@ -22,6 +22,7 @@ from pathlib import Path
 from prism_bench import baselines
 from prism_bench.baselines import Baseline, Chunk
 from prism_bench.bootstrap import interval, paired_difference
+from prism_bench.completion_modes import mode_key
 from prism_bench.linestart_data import (
     DATA_FILE,
     PROJECTS,
@@ -98,7 +99,7 @@ def score(task: LinestartTask, completion: str) -> tuple[bool, float]:
 
 
 def _results_file(cache: Path, model: str, mode: str) -> Path:
-    key = hashlib.sha256(f"{model}\n{set_digest(DATA_FILE)}\n{MODES[mode]!r}".encode()).hexdigest()[:16]
+    key = hashlib.sha256(f"{model}\n{set_digest(DATA_FILE)}\n{mode_key(MODES[mode])}".encode()).hexdigest()[:16]
     return cache / "results" / f"{key}.jsonl"
 
 

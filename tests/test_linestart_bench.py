@@ -206,3 +206,12 @@ def test_a_completion_is_scored_with_what_was_typed_before_it():
     assert not linestart.score(task, " sum(values)")[0]  # a space too many inside the line
     em, es = linestart.score(task, "sum(value)")
     assert not em and 0.8 < es < 1.0
+
+
+def test_modes_are_keyed_by_their_settings_and_kept_outcomes_outlive_a_new_default_setting():
+    keys = {name: linestart._results_file(Path("/cache"), "m", name).name for name in linestart.MODES}
+    assert len(set(keys.values())) == len(keys)  # every mode its own outcomes
+    from prism_bench.completion_modes import mode_key
+
+    assert "hold_indent" not in mode_key(linestart.MODES[linestart.PRODUCT])  # the key it had before
+    assert "hold_indent=False" in mode_key(linestart.MODES["off: indentation typed, healed"])
