@@ -99,6 +99,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="run nothing: report the tasks every mode has already answered")
     p.add_argument("--kinds", type=_mode_list, metavar="K,...", default=["indent", "mid", "dot"],
                    help="only these cursor kinds (indent, mid, dot)")
+    p.add_argument("--profile", action="store_true",
+                   help="also count what each mode wrote at the line starts (right, empty, the next line, ...)")
     p.add_argument("--diff", type=_mode_list, metavar="A,B",
                    help="also list the line starts where one of two modes is right and the other wrong")
     p.add_argument("--threads", type=threads, default=1)
@@ -226,6 +228,10 @@ def run(args: argparse.Namespace) -> int:
         lines = linestart.run(args.model, modes, args.split, args.limit, args.threads,
                               compute=not args.known_only, kinds=args.kinds)
         body = linestart.markdown(lines, command)
+        if args.profile:
+            from prism_bench import linestart_diagnosis
+
+            body += "\n\n" + linestart_diagnosis.markdown(lines)
         if args.diff:
             body += "\n\n" + linestart.disagreements(lines, *args.diff)
         section = f"linestart-{args.split}-{args.model}" + (

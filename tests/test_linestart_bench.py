@@ -215,3 +215,20 @@ def test_modes_are_keyed_by_their_settings_and_kept_outcomes_outlive_a_new_defau
 
     assert "hold_indent" not in mode_key(linestart.MODES[linestart.PRODUCT])  # the key it had before
     assert "hold_indent=False" in mode_key(linestart.MODES["off: indentation typed, healed"])
+
+
+def test_a_wrong_line_start_is_told_apart_by_what_the_model_wrote_instead():
+    from prism_bench.linestart_diagnosis import classify
+
+    want = "        self.on_hand[warehouse, sku] += quantity"
+    task = linestart_data.LinestartTask("shop/indent/0", "shop", "shop/inventory.py", 18, 9, "indent", want)
+
+    def outcome(text: str) -> linestart.Outcome:
+        em, es = linestart.score(task, text)
+        return linestart.Outcome(task.task_id, text, text, em, es, 900, 1.0)
+
+    assert classify(task, outcome("self.on_hand[warehouse, sku] += quantity"), FIXTURE) == "right"
+    assert classify(task, outcome("   "), FIXTURE) == "empty"
+    assert classify(task, outcome('self.history.append(("receive", warehouse, sku, quantity))'), FIXTURE) == "next line"
+    assert classify(task, outcome("if warehouse not in self.warehouses:"), FIXTURE) == "line above"
+    assert classify(task, outcome("self.on_hand[sku] += quantity"), FIXTURE) == "other"
