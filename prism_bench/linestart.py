@@ -58,11 +58,11 @@ MODES: dict[str, Mode] = {
     PLAIN: baselines.FLOOR,
     PEER: baselines.PEER,
     # Issue #28's candidate causes of the product's loss at a line start, one change at a time
-    # against the product without retrieval (its prompt alone):
-    "off: indentation typed, healed": replace(_OFF, layout=FimLayout(hold_indent=False)),
-    "off: indentation typed, not healed": replace(_OFF, layout=FimLayout(hold_indent=False, heal=False)),
+    # against the product without retrieval (its prompt alone). No commas: --modes splits on them.
+    "off: indentation typed and healed": replace(_OFF, layout=FimLayout(hold_indent=False)),
+    "off: indentation typed unhealed": replace(_OFF, layout=FimLayout(hold_indent=False, heal=False)),
     "off: hole at the cursor": replace(_OFF, layout=FimLayout(typed_in_middle=False, heal=False)),
-    "off: prefix 1,500 tokens": replace(_OFF, budget=replace(_OFF.budget, prefix_tokens=1500)),
+    "off: prefix 1500 tokens": replace(_OFF, budget=replace(_OFF.budget, prefix_tokens=1500)),
     "off: no repository markers": replace(_OFF, layout=FimLayout(repo_markers=False)),
     "off: the floor's budgets": replace(_OFF, budget=FimBudget(
         prefix_tokens=1500, prefix_lines=80, suffix_tokens=400, suffix_lines=24, align_head=False)),

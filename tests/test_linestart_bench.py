@@ -211,10 +211,11 @@ def test_a_completion_is_scored_with_what_was_typed_before_it():
 def test_modes_are_keyed_by_their_settings_and_kept_outcomes_outlive_a_new_default_setting():
     keys = {name: linestart._results_file(Path("/cache"), "m", name).name for name in linestart.MODES}
     assert len(set(keys.values())) == len(keys)  # every mode its own outcomes
+    assert not any("," in name for name in linestart.MODES)  # --modes takes them comma-separated
     from prism_bench.completion_modes import mode_key
 
     assert "hold_indent" not in mode_key(linestart.MODES[linestart.PRODUCT])  # the key it had before
-    assert "hold_indent=False" in mode_key(linestart.MODES["off: indentation typed, healed"])
+    assert "hold_indent=False" in mode_key(linestart.MODES["off: indentation typed and healed"])
 
 
 def test_a_wrong_line_start_is_told_apart_by_what_the_model_wrote_instead():
