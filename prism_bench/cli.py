@@ -89,6 +89,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="also compare each mode with this model's kept outcomes, paired by task")
     p.add_argument("--threads", type=threads, default=2)
     p.add_argument("--write", type=non_empty_path, metavar="MARKDOWN", help="update this results file")
+    p = sub.add_parser("linestart", help="completion at line starts on six unseen PyPI projects, "
+                                         "against the plain FIM floor and llama.vscode's prompt (issue #28)")
+    p.add_argument("--model", default="qwen2.5-coder-0.5b")
+    p.add_argument("--split", choices=("tune", "test", "all"), default="tune")
+    p.add_argument("--modes", type=_mode_list, metavar="A,B,...",
+                   help="comma-separated modes (default: product,product-noretrieval,plain,peer)")
+    p.add_argument("--limit", type=bounded_int(1), help="only this many tasks, spread over the split")
+    p.add_argument("--known-only", action="store_true",
+                   help="run nothing: report the tasks every mode has already answered")
+    p.add_argument("--kinds", type=_mode_list, metavar="K,...", default=["indent", "mid", "dot"],
+                   help="only these cursor kinds (indent, mid, dot)")
+    p.add_argument("--profile", action="store_true",
+                   help="also count what each mode wrote at the line starts (right, empty, the next line, ...)")
+    p.add_argument("--diff", type=_mode_list, metavar="A,B",
+                   help="also list the line starts where one of two modes is right and the other wrong")
+    p.add_argument("--threads", type=threads, default=1)
+    p.add_argument("--write", type=non_empty_path, metavar="MARKDOWN", help="update this results file")
     p = sub.add_parser("blocks", help="block completion under a def header, scored line by line")
     p.add_argument("--model", default="qwen2.5-coder-0.5b")
     p.add_argument("--split", choices=("tune", "test", "all"), default="all")
@@ -229,6 +246,28 @@ def run(args: argparse.Namespace) -> int:
         if args.write:
             png = completion_gain.chart(gain, args.write.parent / "images" / f"{section}.png")
             body += f"\n\n![Completion EM by mode and cursor]({'images/' + png.name})"
+    elif args.bench == "linestart":
+        from prism_bench import linestart
+
+        modes = chosen_modes(args.modes, linestart.MODES, list(linestart.DEFAULT_MODES))
+        if args.diff and (len(args.diff) != 2 or not set(args.diff) <= set(modes)):
+            raise ValueError("--diff takes two of the modes run, e.g. --diff product,plain")
+        if not set(args.kinds) <= {"indent", "mid", "dot"}:
+            raise ValueError(f"unknown cursor kinds {args.kinds}; choose from indent, mid, dot")
+        lines = linestart.run(args.model, modes, args.split, args.limit, args.threads,
+                              compute=not args.known_only, kinds=args.kinds)
+        body = linestart.markdown(lines, command)
+        if args.profile:
+            from prism_bench import linestart_diagnosis
+
+            body += "\n\n" + linestart_diagnosis.markdown(lines)
+        if args.diff:
+            body += "\n\n" + linestart.disagreements(lines, *args.diff)
+        section = f"linestart-{args.split}-{args.model}" + (
+            "" if len(args.kinds) == 3 else "-" + "-".join(args.kinds))
+        if args.write:
+            png = linestart.chart(lines, args.write.parent / "images" / f"{section}.png")
+            body += f"\n\n![Line-start completion EM by mode and cursor](images/{png.name})"
     elif args.bench == "blocks":
         from prism_bench import block_completion
 
@@ -354,6 +393,14 @@ def _repoqa_strategy(args: argparse.Namespace, haystacks, index_cache: Path, com
         prefix = "repoqa" if language == "python" else f"repoqa-{language}"
         write_section(args.write, f"{prefix}-{args.strategy}-{args.model}{suffix}", body)
     return 0
+
+
+def _mode_list(text: str) -> list[str]:
+    """Modes given as one comma-separated argument."""
+    modes = [m.strip() for m in text.split(",") if m.strip()]
+    if not modes:
+        raise argparse.ArgumentTypeError("name at least one mode")
+    return modes
 
 
 def chosen_modes(asked: list[str] | None, known: Mapping[str, object], default: list[str]) -> list[str]:

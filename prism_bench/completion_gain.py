@@ -12,26 +12,32 @@ from __future__ import annotations
 
 import hashlib
 import statistics
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 
+from prism_bench import baselines
 from prism_bench.bootstrap import interval, paired_difference
 from prism_bench.completion_modes import FLOOR, MODES, PRODUCT_OFF, PRODUCT_ON, mode_key
 from prism_bench.machine_speed import MachineSpeed, measure
 from prism_bench.repoeval_data import (
     CURSOR_KINDS,
+    PROJECTS,
     CompletionTask,
     build_benchmark,
     default_cache_dir,
     edit_similarity,
     exact_match,
     load_tasks,
+    project_root,
 )
 from prism_bench.task_runs import append_outcome, by_project, load_outcomes
 from prism_code.llm import LlamaSession
 from prism_code.progress import StageBars
-from prism_code.tasks.complete import Completer
+from prism_code.tasks.complete import Completer, CompletionSettings
+from prism_code.tasks.fim import split_at_cursor
 
 PER_PROJECT = 20  # line-level and API-level tasks per project, each
 
@@ -98,9 +104,15 @@ def run(model: str, modes: Sequence[str], split: str = "tune", threads: int = 2,
     session = LlamaSession.open(model, n_threads=threads)
     result.speed = measure(session)
     bars, done = StageBars(), 0
+    products = {m: s for m, s in MODES.items() if isinstance(s, CompletionSettings)}
     try:
-        for task, mode, completer, root in by_project(pending, cache, MODES, session):
-            outcome = _complete(completer, task, root)
+        answers = chain(
+            ((task, mode, _complete(completer, task, root))
+             for task, mode, completer, root in by_project([p for p in pending if p[1] in products],
+                                                           cache, products, session)),
+            ((task, mode, _baseline(session, MODES[mode], task, cache))
+             for task, mode in pending if mode not in products))
+        for task, mode, outcome in answers:
             result.outcomes[mode][task.task_id] = outcome
             append_outcome(files[mode], outcome)
             done += 1
@@ -123,6 +135,19 @@ def _complete(completer: Completer, task: CompletionTask, root: Path) -> Outcome
     answer = completer.complete(task.path, text, line, col)
     em, es = score(task, answer.completion)
     return Outcome(task.task_id, answer.completion, em, es, answer.prompt_tokens, answer.latency_ms)
+
+
+def _baseline(session: LlamaSession, mode: object, task: CompletionTask, cache: Path) -> Outcome:
+    """The floor's answer (baselines.py); this set has no editing history for the peer."""
+    if mode != baselines.FLOOR:
+        raise ValueError(f"{mode!r}: only the floor runs on this set")
+    spec = next(s for s in PROJECTS if s.package == task.project)
+    text, line, col = blanked(task, project_root(spec, cache))
+    started = time.perf_counter()
+    said = baselines.answer(session, baselines.floor_prompt(session, *split_at_cursor(text, line, col)))
+    em, es = score(task, said.completion)
+    return Outcome(task.task_id, said.completion, em, es, said.prompt_tokens,
+                   round((time.perf_counter() - started) * 1000, 1))
 
 
 # ---- report -------------------------------------------------------------------------------

@@ -1,34 +1,39 @@
-"""The prompts the large completion benchmark compares: a plain fill-in-the-middle floor,
+"""The prompts the large completion benchmark compares: the plain fill-in-the-middle floor,
 the product's prompt, and the product's prompt with one design choice changed at a time.
 
-Every mode runs through the same `Completer` from the same cursor split, so a difference
-between two modes is the prompt (or the post-processing), nothing else.
+Every product mode runs through the same `Completer` from the same cursor split, so a
+difference between two of them is the prompt (or the post-processing), nothing else. The
+floor is baselines.py's, the same in every completion benchmark.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+from prism_bench import baselines
+from prism_bench.baselines import Baseline
 from prism_code.tasks.complete import CompletionSettings
 from prism_code.tasks.fim import PLAIN_LAYOUT, FimBudget, FimLayout
 
-# The floor: the 80 lines above (at most 1,500 tokens) up to the cursor, the 24 lines below
-# (at most 400 tokens), no retrieval, no repository markers; the model's first line as is.
+# Issue #28's plain prompt (baselines.py). Before it the floor was the product's Completer
+# with its textbook layout (PLAIN_LAYOUT) and these budgets: the same text, but cut to the
+# budgets on whole lines, without the newline after the 24th line below, and decoding
+# stopped at the first newline (the same first line).
 FLOOR = "plain FIM floor"
-# block_tokens is fixed at its old default: it is part of a mode's key in the outcome files,
-# and one-line completions never use it.
-FLOOR_SETTINGS = CompletionSettings(
-    block_tokens=160, retrieval=False, max_lines=1, layout=PLAIN_LAYOUT, trim_repeated_suffix=False,
-    budget=FimBudget(prefix_tokens=1500, prefix_lines=80, suffix_tokens=400, suffix_lines=24, align_head=False),
-)
+OLD_FLOOR = "floor before issue #28"
 
 PRODUCT_OFF = "product, retrieval off"
 PRODUCT_ON = "product, retrieval on"
 _PRODUCT = CompletionSettings(max_lines=1, block_tokens=160)
 _OFF = replace(_PRODUCT, retrieval=False)
 
-MODES: dict[str, CompletionSettings] = {
-    FLOOR: FLOOR_SETTINGS,
+MODES: dict[str, CompletionSettings | Baseline] = {
+    FLOOR: baselines.FLOOR,
+    # block_tokens is fixed at its old default: it is part of a mode's key in the outcome files.
+    OLD_FLOOR: CompletionSettings(
+        block_tokens=160, retrieval=False, max_lines=1, layout=PLAIN_LAYOUT, trim_repeated_suffix=False,
+        budget=FimBudget(prefix_tokens=1500, prefix_lines=80, suffix_tokens=400, suffix_lines=24,
+                         align_head=False)),
     PRODUCT_OFF: _OFF,
     PRODUCT_ON: _PRODUCT,
     # One change at a time against the product with retrieval off (issue #17's candidates):
@@ -46,6 +51,10 @@ MODES: dict[str, CompletionSettings] = {
 DEFAULT_MODES = (FLOOR, PRODUCT_OFF, PRODUCT_ON)
 
 
-def mode_key(settings: CompletionSettings) -> str:
-    """What identifies a mode's results in the cache: its settings, not its display name."""
-    return repr(settings)
+def mode_key(settings: CompletionSettings | Baseline) -> str:
+    """What identifies a mode's results in the cache: its settings, not its display name.
+
+    A setting added later with its default is left out, so outcomes kept before it existed
+    stay valid (FimLayout.hold_indent, issue #28).
+    """
+    return repr(settings).replace(", hold_indent=True", "")

@@ -195,7 +195,7 @@ _NOT_CODE_QUERY = """
 """
 
 
-def _not_code_rows(tree: tree_sitter.Tree) -> set[int]:
+def not_code_rows(tree: tree_sitter.Tree) -> set[int]:
     """0-based rows that hold no code of their own: docstrings, string interiors, imports."""
     query = tree_sitter.Query(grammar("python"), _NOT_CODE_QUERY)
     captures = tree_sitter.QueryCursor(query).captures(tree.root_node)
@@ -241,7 +241,7 @@ def _load_files(root: Path) -> list[_SourceFile]:
             continue
         parsed = extract(rel, "python", source, tree)
         lines = [line.rstrip("\r") for line in text.split("\n")]
-        files.append(_SourceFile(rel, lines, parsed, _not_code_rows(tree)))
+        files.append(_SourceFile(rel, lines, parsed, not_code_rows(tree)))
     return files
 
 
@@ -363,21 +363,29 @@ def _api_candidates(sf: _SourceFile, graph: CodeGraph) -> list[_Candidate]:
 _ATTRIBUTE_DOT = re.compile(r"(?<=[\w)\]])\.(?=[^\W\d])")
 
 
-def place_cursor(line: str, rng: random.Random, kinds: tuple[CursorKind, ...]) -> tuple[int, CursorKind]:
-    """A cursor column on `line` of one of `kinds`, chosen with `rng` among those the line allows.
+def cursor_columns(line: str, kind: CursorKind) -> list[int]:
+    """The 0-based columns of `line` where a cursor of `kind` may sit.
 
-    "mid" leaves at least one character typed and one to complete, and never sits right
-    after a `.` (that is "dot"); "dot" sits right after an attribute access's dot.
+    "indent" is the end of the indentation; "mid" leaves at least one character typed and
+    one to complete, and never sits right after a `.` (that is "dot") or a space; "dot"
+    sits right after an attribute access's dot.
     """
     start = len(line) - len(line.lstrip())
-    end = len(line.rstrip())
-    dots = [m.end() for m in _ATTRIBUTE_DOT.finditer(line, start)]
-    mids = [c for c in range(start + 1, end) if line[c - 1] != "." and not line[c - 1].isspace()]
-    allowed = [k for k in kinds if k == "indent" or (k == "dot" and dots) or (k == "mid" and mids)]
-    kind = rng.choice(allowed)
     if kind == "indent":
-        return start, kind
-    return rng.choice(dots if kind == "dot" else mids), kind
+        return [start]
+    if kind == "dot":
+        return [m.end() for m in _ATTRIBUTE_DOT.finditer(line, start)]
+    end = len(line.rstrip())
+    return [c for c in range(start + 1, end) if line[c - 1] != "." and not line[c - 1].isspace()]
+
+
+def place_cursor(line: str, rng: random.Random, kinds: tuple[CursorKind, ...]) -> tuple[int, CursorKind]:
+    """A cursor column on `line` of one of `kinds`, chosen with `rng` among those the line allows."""
+    columns = {k: cursor_columns(line, k) for k in kinds}
+    kind = rng.choice([k for k in kinds if columns[k]])
+    if kind == "indent":
+        return columns[kind][0], kind
+    return rng.choice(columns[kind]), kind
 
 
 def _sample(candidates: list[_Candidate], n: int, rng: random.Random, max_per_file: int) -> list[_Candidate]:

@@ -6,6 +6,7 @@ from prism_code.tasks.fim import (
     PLAIN_LAYOUT,
     STOP_MARKERS,
     FimBudget,
+    FimLayout,
     TokenCache,
     build_prompt,
     finish_completion,
@@ -92,6 +93,18 @@ def test_prompt_ends_at_the_line_start_when_the_cursor_is_in_indentation(model_s
     assert typed.heal.endswith("ret")
 
 
+@pytest.mark.model
+def test_the_indentation_can_be_typed_text_healed_instead_of_held_out(model_session):
+    tok = model_session
+    held = build_prompt(tok, "demo", "m.py", "def f(x):\n        ", "\n", [], FimBudget())
+    typed = build_prompt(tok, "demo", "m.py", "def f(x):\n        ", "\n", [], FimBudget(),
+                         FimLayout(hold_indent=False))
+    assert typed.held_indent is None and held.held_indent == "        "
+    assert typed.tokens[:typed.line_start] == held.tokens  # the same prompt up to the middle
+    # the indentation opens the middle; its last token is left for the model to write again
+    assert tok.detokenize(typed.tokens[typed.line_start:]) + typed.heal == "        " and typed.heal
+
+
 # A blanked line inside a small function followed by more code, as in RepoEval: the model
 # must fill the hole, not continue after the end of the (truncated) suffix.
 _HASH_FILES = (
@@ -142,28 +155,26 @@ def test_moving_down_a_line_keeps_the_cached_start_of_a_long_prefix(model_sessio
     assert all(tok.detokenize(h).endswith(lines[n - 2] + "\n") for h, n in zip(heads, range(300, 340)))
 
 
-# The large benchmark's floor: 80 lines above (<= 1,500 tokens), 24 below (<= 400 tokens).
-_FLOOR_BUDGET = FimBudget(prefix_tokens=1500, prefix_lines=80, suffix_tokens=400, suffix_lines=24,
-                          align_head=False)
-
-
 @pytest.mark.model
 def test_the_floor_and_the_product_prompt_hold_the_same_cursor_split(model_session):
+    from prism_bench import baselines
+
     tok = model_session
     mark = {name: tok.special_token(f"<|{name}|>") for name in ("fim_prefix", "fim_suffix", "fim_middle")}
     lines = [f"v_{i} = mix(v_{i - 1})" for i in range(1, 200)]
     prefix, suffix = split_at_cursor("\n".join(lines), 120, len("v_120 = m") + 1)
-    above, below = "\n".join(lines[39:119]) + "\n", "ix(v_119)\n" + "\n".join(lines[120:144])
-    plain = build_prompt(tok, "demo", "m.py", prefix, suffix, [], _FLOOR_BUDGET, PLAIN_LAYOUT)
-    # the textbook layout: no repository markers, the hole at the cursor, the line caps kept
-    assert plain.tokens == [mark["fim_prefix"], *tok.tokenize_text(above + "v_120 = m"),
-                            mark["fim_suffix"], *tok.tokenize_text(below), mark["fim_middle"]]
-    product = build_prompt(tok, "demo", "m.py", prefix, suffix, [], _FLOOR_BUDGET)
+    above = "\n".join(lines[39:119]) + "\n"
+    # the floor (every completion bench's, issue #28): the hole at the cursor, no repository markers
+    assert baselines.floor_prompt(tok, prefix, suffix) == [
+        mark["fim_prefix"], *tok.tokenize_text(above + "v_120 = m"), mark["fim_suffix"],
+        *tok.tokenize_text("ix(v_119)\n" + "".join(f"{line}\n" for line in lines[120:144])), mark["fim_middle"]]
+    budget = FimBudget(prefix_tokens=1500, prefix_lines=80, suffix_tokens=400, suffix_lines=24, align_head=False)
+    product = build_prompt(tok, "demo", "m.py", prefix, suffix, [], budget)
     assert tok.detokenize(product.stable) == "demo\nm.py\n"  # after <|repo_name|>, <|file_sep|>
     # the same split: the typed text opens the middle instead of ending the prefix
     assert product.tokens[len(product.stable):product.line_start] == [
-        mark["fim_prefix"], *tok.tokenize_text(above), mark["fim_suffix"], *tok.tokenize_text(below),
-        mark["fim_middle"]]
+        mark["fim_prefix"], *tok.tokenize_text(above), mark["fim_suffix"],
+        *tok.tokenize_text("ix(v_119)\n" + "\n".join(lines[120:144])), mark["fim_middle"]]
     assert tok.detokenize(product.tokens[product.line_start:]) + product.heal == "v_120 = m"
 
 

@@ -71,6 +71,10 @@ class FimLayout:
     # False: it ends the prefix, and the hole starts at the cursor.
     typed_in_middle: bool = True
     heal: bool = True  # token healing of the last typed token (typed_in_middle only)
+    # True: a cursor in the indentation of an otherwise empty line leaves that indentation
+    # out and the model writes it (module doc); False: it is typed text like any other,
+    # opening the middle, its last token healed.
+    hold_indent: bool = True
 
 
 PLAIN_LAYOUT = FimLayout(repo_markers=False, typed_in_middle=False, heal=False)
@@ -238,7 +242,7 @@ def build_prompt(tok: Tokenizer, repo_name: str, path: str, prefix: str, suffix:
               *_head_lines(tok.tokenize_text, suffix, budget.suffix_tokens, budget.suffix_lines),
               tok.special_token("<|fim_middle|>")]
     line_start = len(tokens)
-    held = None if current.strip() else current
+    held = None if current.strip() or not layout.hold_indent else current
     heal = ""
     if held is None:
         typed, heal = _heal(tok, current) if layout.heal else (tok.tokenize_text(current), "")
