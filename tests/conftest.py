@@ -7,6 +7,9 @@ import pytest
 # The remote-engine tests' servers (llama-cpp-python's on loopback, a recording stub) as fixtures.
 pytest_plugins = ["remote_servers"]
 
+# The fixture repositories are code to index, not tests: some hold files named test_*.py.
+collect_ignore_glob = ["fixtures/*"]
+
 
 @pytest.fixture(scope="session")
 def model_session():
