@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+from pygls.workspace import Workspace
 from pygls.workspace.position_codec import PositionCodec
 
 from prism_code.index import RepoIndex
@@ -21,10 +23,23 @@ from prism_code.tasks import call_hierarchy
 from prism_code.tasks.call_hierarchy import CallGroup, CallTarget
 
 if TYPE_CHECKING:
-    from prism_code.lsp.app import PrismServer
     from prism_code.lsp.workspace_state import WorkspaceState
 
 T = TypeVar("T")
+
+
+class PrismServer(Protocol):
+    """What these handlers use of the server (prism_code.lsp.app.PrismServer), which imports
+    this module: a protocol keeps the two from importing each other."""
+
+    @property
+    def workspace(self) -> Workspace: ...
+
+    def locate(self, uri: str) -> tuple[WorkspaceState, str] | None: ...
+
+    def open_buffer(self, uri: str) -> str | None: ...
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T: ...
 
 # A file's lines as indexed (workspace-relative path -> lines; [] when unknown).
 Lines = Callable[[str], Sequence[str]]
@@ -116,7 +131,7 @@ def _word_at(text: str, name: str) -> int:
 # ---- handlers ------------------------------------------------------------------------------
 
 
-def register(server: PrismServer) -> None:
+def register(server: LanguageServer) -> None:
     """Add the call hierarchy and implementation features to the server."""
     def codec(ls: PrismServer) -> PositionCodec:
         return ls.workspace.position_codec
