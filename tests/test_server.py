@@ -131,10 +131,10 @@ async def test_indexing_reports_progress(client: LanguageClient):
 async def test_status_reports_counts(client: LanguageClient, workspace: Path):
     status = await command(client, "prism.status")
     assert status["state"] == "idle"
-    assert status["files"] == 20 and status["functions"] == 47
+    assert status["files"] == 20 and status["functions"] == 48
     assert status["embeddings"]["total"] > 0
     assert status["embeddings"]["done"] == status["embeddings"]["total"]
-    assert status["notes"] == {"state": "off", "done": 0, "total": 47}
+    assert status["notes"] == {"state": "off", "done": 0, "total": 48}
     assert status["cacheDir"] == str(workspace.parent / "cache")
     assert status["workspaces"][0]["index"].startswith(str(workspace.parent / "cache"))
     assert status["modelPath"] is None
@@ -162,7 +162,7 @@ async def test_find_function_returns_uri_and_range(client: LanguageClient, works
     assert best["range"] == {"start": {"line": 8, "character": 0},
                              "end": {"line": 10, "character": len(lines[10])}}
     assert lines[8].startswith("def helper")
-    assert "dense_code" in best["reason"]  # embeddings are in use once indexing ended
+    assert "dense_code" in best["scores"]  # embeddings are in use once indexing ended
     assert len(results) == 3 and results[0]["score"] >= results[1]["score"] >= results[2]["score"]
 
 

@@ -52,6 +52,7 @@ export interface FoundFunction {
   score: number;
   reason: string;
   kind?: 'function' | 'method' | 'class' | 'file';
+  scores?: Record<string, number>;
 }
 
 export type IndexState = 'opening' | 'indexing' | 'embedding' | 'idle' | 'paused' | 'failed' | 'stopped';

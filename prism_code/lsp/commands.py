@@ -101,6 +101,7 @@ def found_json(found: Found, codec: PositionCodec) -> dict[str, Any]:
         "score": f.score,
         "reason": f.reason,
         "kind": f.kind,
+        "scores": f.scores,
     }
 
 
