@@ -99,7 +99,7 @@ def test_neovim_hover_find_and_unsaved_edit(tmp_path: Path):
     result = json.loads(out.read_text())
     assert "error" not in result, result.get("error")
     assert result["initialized"] and result["indexed"]
-    assert result["status"]["files"] == 20 and result["status"]["functions"] == 47
+    assert result["status"]["files"] == 20 and result["status"]["functions"] == 48
     assert "def helper(value, scale=DEFAULT_SCALE)" in result["hover"]
     assert "callers: 3" in result["hover"]
     best = result["find"][0]
