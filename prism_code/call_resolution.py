@@ -41,7 +41,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
+from prism_code.call_chain import CALL, call_chain
 from prism_code.call_index import SELF_NAMES, FileIndex, ResolutionCache, build_index
+from prism_code.js_builtins import may_be_builtin_member
 from prism_code.parse.bindings import annotation_class, dotted
 from prism_code.parse.model import Binding, CallSite, Definition, Import, ParsedFile
 from prism_code.parse.resolve import ModuleResolver
@@ -51,6 +53,10 @@ ValueKind = Literal["module", "class", "instance", "function"]
 
 # Languages resolved through scopes and bindings; the others use _conservative.
 SCOPED_LANGUAGES = frozenset({"python", "javascript", "typescript", "tsx"})
+# Languages where a method call on a receiver of unknown type may link the one method so named.
+UNIQUE_METHOD_LANGUAGES = frozenset({"javascript", "typescript", "tsx"})
+# Languages whose functions may declare what `this` is (`function f(this: Cheerio<T>)`).
+THIS_TYPED_LANGUAGES = frozenset({"typescript", "tsx"})
 # A name defined in more places than this is not linked by name alone (conservative rules):
 # linking `get` or `run` to every definition of that name would be noise, not structure.
 MAX_GLOBAL_CANDIDATES = 1
@@ -170,9 +176,36 @@ class CallResolver:
         if pf.language not in SCOPED_LANGUAGES:
             return self._conservative(pf, call)
         value = self._callee(pf.path, call)
+        if value is None and pf.language in UNIQUE_METHOD_LANGUAGES:
+            value = self._unique_method(pf, call)
         if value is None or value.kind not in ("function", "class") or value is _OPAQUE or value.via_assignment:
             return []
         return [(value.path, value.qualname)]
+
+    def _unique_method(self, pf: ParsedFile, call: CallSite) -> Value | None:
+        """For `x.m()` on a receiver of unknown type (a parameter without a type, what an
+        untyped call returned), the repository's one method named `m`, if no built-in object
+        of JavaScript has a member so named and `x` is not imported from outside. A method
+        counts as one when it has a body, or is a function declaring `this: Class`."""
+        receiver = call.receiver
+        if receiver is None or receiver == "super" or may_be_builtin_member(call.name):
+            return None
+        if receiver.split(".", 1)[0] in self._outside_names(pf.path):
+            return None
+        if self._expression(pf.path, call.caller, receiver, call.line) is not None:
+            return None  # a receiver of known type that lacks the member: not this one's
+
+        def compute() -> Value | None:
+            found: set[Value] = set()
+            for path, qualname in dict.fromkeys(self.named(call.name, None)):
+                index = self._index(path)
+                definition = index.by_qualname.get(qualname) if index is not None else None
+                if definition is None or definition.stub or definition.kind == "class":
+                    continue
+                if definition.kind == "method" or (qualname, "this") in index.entries:
+                    found.add(_definition_value(path, definition))
+            return found.pop() if len(found) == 1 else None
+        return self._memoized_value(("unique-method", call.name), compute)
 
     # ---- memo with the files each result read ---------------------------------------------
 
@@ -320,15 +353,24 @@ class CallResolver:
         returned = _return_annotation(definition.signature) if definition is not None else ""
         if not returned or definition is None:
             return None
+        if returned == "this":  # `): this`: the instance the method was called on, read as its class's
+            own = self._expression(value.path, definition.qualname, "this", None)
+            return own if own is not None and own.kind == "instance" else None
         named = self._expression(value.path, definition.parent, returned, None)
         return Value("instance", named.path, named.qualname) if named is not None and named.kind == "class" \
             and named is not _OPAQUE else None
 
     def _expression(self, path: str, scope: str | None, text: str, line: int | None) -> Value | None:
         """What a dotted expression denotes in `scope`: `self.pet`, `registry`, `zoo.dates`."""
-        if not text or not dotted(text):
+        if not text:
             return None
-        head, *rest = text.split(".")
+        if dotted(text):
+            head, *rest = text.split(".")
+        else:  # a chain of calls: `$li.eq(0).parent()`, `new Dog().owner()`
+            chain = call_chain(text)
+            if chain is None:
+                return None
+            head, *rest = chain
         value: Value | None
         if head in _SELF or head == _CLS:
             own = self._own_class(path, scope)
@@ -342,8 +384,15 @@ class CallResolver:
         for name in rest:
             if value is None:
                 return None
-            value = self._attribute(value, name)
+            value = self._called(value) if name == CALL else self._attribute(value, name)
         return value
+
+    def _called(self, value: Value) -> Value | None:
+        """What calling `value` gives: an instance of a class, or of what a function's return
+        annotation names."""
+        if value.kind == "class":
+            return self._instance_of(value)
+        return self._instance_of(value) if value.kind == "function" else None
 
     def _own_class(self, path: str, scope: str | None) -> Value | None:
         """The class of the method around `scope` (a nested function sees its method's `self`)."""
@@ -478,7 +527,28 @@ class CallResolver:
                 # `self.x = None` beside `self.x = Dog()` still makes a dog of `self.x`.
                 values = {self._binding_value(cls.path, binding) for binding in assigned} - {None}
                 return True, values.pop() if len(values) == 1 else None
+            if index.pf.language in THIS_TYPED_LANGUAGES:
+                mixed_in = self._this_typed_member(cls, name)
+                if mixed_in is not None:
+                    return True, mixed_in
         return False, None
+
+    def _this_typed_member(self, cls: Value, name: str) -> Value | None:
+        """The function named `name` whose `this` parameter says it is a method of `cls`
+        (`function attr(this: Cheerio<T>)`, mixed in by `Object.assign(Cheerio.prototype, ...)`),
+        anywhere in the repository; none when two such functions share the name."""
+        def compute() -> Value | None:
+            found: set[Value] = set()
+            for path, qualname in dict.fromkeys(self.named(name, None)):
+                index = self._index(path)
+                definition = index.by_qualname.get(qualname) if index is not None else None
+                if definition is None or definition.kind == "class" or (definition.qualname, "this") not in index.entries:
+                    continue
+                this = self._bound_in(index, definition.qualname, "this", None)[1]
+                if this is not None and this.kind == "instance" and (this.path, this.qualname) == (cls.path, cls.qualname):
+                    found.add(_definition_value(path, definition))
+            return found.pop() if len(found) == 1 else None
+        return self._memoized_value(("this-member", cls.path, cls.qualname, name), compute)
 
     def _mro(self, cls: Value) -> list[Value]:
         unknown = [cls, _OPAQUE]  # a class among its own bases has no order we can trust

@@ -20,8 +20,9 @@ from prism_code.parse.tagged_languages import TAGGED_RULES, source_to_parse
 # methods; Go named types of every kind; Rust trait method signatures, macro_rules!, `mod x {}`
 # containers and items inside macro calls; C/C++ structs, unions, enums, typedefs, function-like
 # macros and the definitions macros hid; Java enum constant bodies and anonymous classes; Python lambdas;
-# bindings, class bases and stubs (call resolution).
-PARSER_VERSION = 3
+# bindings, class bases and stubs (call resolution). 4: TypeScript's `this: X` parameter is a
+# binding of `this`, and type arguments (`Cheerio<T>`) no longer hide an annotation's class.
+PARSER_VERSION = 4
 
 __all__ = [
     "LANGUAGES",

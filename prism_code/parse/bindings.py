@@ -157,6 +157,8 @@ def annotation_class(text: str) -> str:
     text = text.strip().lstrip(":").strip()
     if len(text) > MAX_EVIDENCE_CHARS:
         return ""
+    if "<" in text:  # TypeScript's type arguments: `Cheerio<T>` is a Cheerio
+        text = _without_type_arguments(text)
     if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
         text = text[1:-1].strip()
     optional = _OPTIONAL.match(text)
@@ -165,6 +167,22 @@ def annotation_class(text: str) -> str:
     parts = [part.strip() for part in text.split("|")]
     kept = [part for part in parts if part not in _NOTHING]
     return dotted(kept[0]) if len(kept) == 1 else ""
+
+
+def _without_type_arguments(text: str) -> str:
+    """`Cheerio<T> | null` -> `Cheerio | null`; unbalanced brackets give ""."""
+    kept = []
+    depth = 0
+    for position, char in enumerate(text):
+        if char == "<":
+            depth += 1
+        elif char == ">" and text[position - 1] != "=":  # `=>` closes nothing
+            depth -= 1
+            if depth < 0:
+                return ""
+        elif depth == 0:
+            kept.append(char)
+    return "".join(kept).strip() if depth == 0 else ""
 
 
 class _Reader:
@@ -294,6 +312,13 @@ class _Reader:
     def _ts_parameter(self, parameter: Node, scope: str) -> None:
         pattern = parameter.child_by_field_name("pattern")
         if pattern is None:
+            return
+        if pattern.type == "this":
+            # `function attr(this: Cheerio<T>, ...)`: a function written to be a method of the
+            # class its `this` names (mixed into its prototype); `this` in it is such an instance.
+            annotation = parameter.child_by_field_name("type")
+            evidence = annotation_class(self.text(annotation)) if annotation is not None else ""
+            self.add(pattern, "this", "instance", evidence, scope)
             return
         if pattern.type != "identifier":
             for inner in _identifiers(pattern):
