@@ -23,11 +23,19 @@ A call is resolved the way a careful reader resolves it, from what the parse rec
   `set_class = OrderedSet`) is followed to find what it holds, but calling it is not counted
   as a call of that definition: the name may be rebound (a subclass sets its own class
   attribute), and jedi's goto, the reference we measure against, stops there too. A property
-  is read as the value its return annotation names.
+  is read as the value its return annotation names;
+- a receiver that is a chain of calls (`$li.eq(0).parent()`, prism_code.call_chain) is typed
+  step by step through each callee's return annotation (`): Cheerio<T>`; `): this` is the
+  instance it was called on);
+- TypeScript: a function declaring `this: Cheerio<T>` is a method of Cheerio (the idiom of
+  methods mixed into a class's prototype), and `this` in it is a Cheerio;
+- JavaScript and TypeScript: `x.m()` on a receiver of unknown type, not imported from outside,
+  links the repository's one method named `m` unless a built-in object has a member so named
+  (prism_code.js_builtins: `rows.filter()` is an Array's).
 
 Python, JavaScript and TypeScript are resolved this way. The other languages keep the
-graph's older, conservative rules (`_conservative`): same class, same file, an imported
-symbol or module, and a name defined once in the repository.
+graph's older, conservative rules (prism_code.call_conservative): same class, same file, an
+imported symbol or module, and a name defined once in the repository.
 
 Results are (path, qualname) pairs; the graph turns them into node ids. Every lookup
 records which files it read, so the graph can tell which files' calls an edit may change.
@@ -39,27 +47,32 @@ import posixpath
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Literal
 
 from prism_code.call_chain import CALL, call_chain
+from prism_code.call_conservative import ConservativeRules, one_method_named
 from prism_code.call_index import SELF_NAMES, FileIndex, ResolutionCache, build_index
+from prism_code.call_values import (
+    OPAQUE,
+    UNBOUND,
+    Target,
+    Value,
+    c3_merge,
+    definition_value,
+    is_property,
+    join_module,
+    return_annotation,
+)
 from prism_code.js_builtins import may_be_builtin_member
-from prism_code.parse.bindings import annotation_class, dotted
+from prism_code.parse.bindings import dotted
 from prism_code.parse.model import Binding, CallSite, Definition, Import, ParsedFile
 from prism_code.parse.resolve import ModuleResolver
 
-Target = tuple[str, str]  # (path, qualname) of a definition
-ValueKind = Literal["module", "class", "instance", "function"]
-
-# Languages resolved through scopes and bindings; the others use _conservative.
+# Languages resolved through scopes and bindings; the others by prism_code.call_conservative.
 SCOPED_LANGUAGES = frozenset({"python", "javascript", "typescript", "tsx"})
 # Languages where a method call on a receiver of unknown type may link the one method so named.
 UNIQUE_METHOD_LANGUAGES = frozenset({"javascript", "typescript", "tsx"})
 # Languages whose functions may declare what `this` is (`function f(this: Cheerio<T>)`).
 THIS_TYPED_LANGUAGES = frozenset({"typescript", "tsx"})
-# A name defined in more places than this is not linked by name alone (conservative rules):
-# linking `get` or `run` to every definition of that name would be noise, not structure.
-MAX_GLOBAL_CANDIDATES = 1
 # Bases from outside the repository that define no ordinary methods: a lookup may pass them.
 _EMPTY_BASES = frozenset({
     "object", "ABC", "abc.ABC", "Generic", "typing.Generic", "Protocol", "typing.Protocol",
@@ -68,27 +81,13 @@ _EMPTY_BASES = frozenset({
 # How the receiver of an instance method, and of a class method, is spelled.
 _SELF = SELF_NAMES
 _CLS = "cls"
-_PROPERTY_DECORATORS = frozenset({"property", "cached_property", "setter", "getter", "deleter"})
 # How many lookups may nest (an alias of an alias, a base of a base, a re-export of a
 # re-export) before one gives up without an answer: real code nests a handful; a generated
 # chain of thousands would otherwise exhaust Python's stack.
 MAX_NESTED_LOOKUPS = 48
 _SUPER = re.compile(r"super(?:\(\s*\)|\(\s*([\w.]+)\s*,\s*\w+\s*\))?")
 
-
-@dataclass(frozen=True)
-class Value:
-    """What an expression denotes: a module (its file), a class, an instance of a class, a function."""
-
-    kind: ValueKind
-    path: str
-    qualname: str = ""  # "" for a module
-    # Reached through an assignment (`factory = Dog`): followed, but not a call of Dog.
-    via_assignment: bool = field(default=False, compare=False)
-
-
-# A base the repository does not define: it may define any member.
-_OPAQUE = Value("class", "", "?")
+__all__ = ["SCOPED_LANGUAGES", "CallResolver", "FileResolution", "Target", "Value"]
 
 
 @dataclass
@@ -133,6 +132,7 @@ class CallResolver:
         self._resolved_imports = cache.imports
         self._memo: dict[tuple[object, ...], object] = {}  # key -> _Done or _IN_PROGRESS
         self._reads: list[set[str]] = [set()]
+        self._conservative = ConservativeRules(named, self._index, self._import_files)
 
     # ---- entry points ---------------------------------------------------------------------
 
@@ -174,11 +174,11 @@ class CallResolver:
 
     def resolve_call(self, pf: ParsedFile, call: CallSite) -> list[Target]:
         if pf.language not in SCOPED_LANGUAGES:
-            return self._conservative(pf, call)
+            return self._conservative.targets(pf, call)
         value = self._callee(pf.path, call)
         if value is None and pf.language in UNIQUE_METHOD_LANGUAGES:
             value = self._unique_method(pf, call)
-        if value is None or value.kind not in ("function", "class") or value is _OPAQUE or value.via_assignment:
+        if value is None or value.kind not in ("function", "class") or value is OPAQUE or value.via_assignment:
             return []
         return [(value.path, value.qualname)]
 
@@ -195,17 +195,8 @@ class CallResolver:
         if self._expression(pf.path, call.caller, receiver, call.line) is not None:
             return None  # a receiver of known type that lacks the member: not this one's
 
-        def compute() -> Value | None:
-            found: set[Value] = set()
-            for path, qualname in dict.fromkeys(self.named(call.name, None)):
-                index = self._index(path)
-                definition = index.by_qualname.get(qualname) if index is not None else None
-                if definition is None or definition.stub or definition.kind == "class":
-                    continue
-                if definition.kind == "method" or (qualname, "this") in index.entries:
-                    found.add(_definition_value(path, definition))
-            return found.pop() if len(found) == 1 else None
-        return self._memoized_value(("unique-method", call.name), compute)
+        return self._memoized_value(("unique-method", call.name),
+                                    lambda: one_method_named(call.name, self.named, self._index))
 
     # ---- memo with the files each result read ---------------------------------------------
 
@@ -286,14 +277,14 @@ class CallResolver:
             self._reads[-1] |= hit.reads
         else:
             found = self._memoized_value(key, lambda: self._module_name_value(path, name))
-        if found is _UNBOUND:
+        if found is UNBOUND:
             return False, None
         return True, found if isinstance(found, Value) else None
 
     def _module_name_value(self, path: str, name: str) -> Value | None:
         index = self._index(path)
         if index is None:
-            return _UNBOUND
+            return UNBOUND
         found, value = self._bound_in(index, None, name, None)
         if found:
             return value
@@ -303,7 +294,7 @@ class CallResolver:
                     found, value = self._module_name(target, name)
                     if found:
                         return value
-        return _UNBOUND
+        return UNBOUND
 
     def _bound_in(self, index: FileIndex, scope: str | None, name: str,
                   line: int | None) -> tuple[bool, Value | None]:
@@ -321,7 +312,7 @@ class CallResolver:
                     break
         path = index.pf.path
         if isinstance(chosen, Definition):
-            return True, _definition_value(path, chosen)
+            return True, definition_value(path, chosen)
         if isinstance(chosen, Binding):
             return True, self._binding_value(path, chosen)
         imp, imported = chosen
@@ -342,7 +333,7 @@ class CallResolver:
 
     def _instance_of(self, value: Value | None) -> Value | None:
         """An instance of a class; what a function's return annotation names."""
-        if value is None or value is _OPAQUE:
+        if value is None or value is OPAQUE:
             return None
         if value.kind == "class":
             return Value("instance", value.path, value.qualname)
@@ -350,7 +341,7 @@ class CallResolver:
             return None
         index = self._index(value.path)
         definition = index.by_qualname.get(value.qualname) if index is not None else None
-        returned = _return_annotation(definition.signature) if definition is not None else ""
+        returned = return_annotation(definition.signature) if definition is not None else ""
         if not returned or definition is None:
             return None
         if returned == "this":  # `): this`: the instance the method was called on, read as its class's
@@ -358,7 +349,7 @@ class CallResolver:
             return own if own is not None and own.kind == "instance" else None
         named = self._expression(value.path, definition.parent, returned, None)
         return Value("instance", named.path, named.qualname) if named is not None and named.kind == "class" \
-            and named is not _OPAQUE else None
+            and named is not OPAQUE else None
 
     def _expression(self, path: str, scope: str | None, text: str, line: int | None) -> Value | None:
         """What a dotted expression denotes in `scope`: `self.pet`, `registry`, `zoo.dates`."""
@@ -455,7 +446,7 @@ class CallResolver:
             if found:
                 return value
         if language == "python":  # `from package import submodule`, when the package does not bind it
-            submodule = self._module_files(path, Import(_join_module(imp.module, imported), imp.line, (), None,
+            submodule = self._module_files(path, Import(join_module(imp.module, imported), imp.line, (), None,
                                                         imp.level), language)
             if submodule:
                 return Value("module", submodule[0])
@@ -464,7 +455,7 @@ class CallResolver:
     # ---- members --------------------------------------------------------------------------
 
     def _attribute(self, owner: Value, name: str) -> Value | None:
-        if owner is _OPAQUE:
+        if owner is OPAQUE:
             return None
         if owner.kind == "module":
             found, value = self._module_name(owner.path, name)
@@ -490,7 +481,7 @@ class CallResolver:
     def _member(self, cls: Value, name: str, on_instance: bool) -> Value | None:
         """`name` looked up along the class's method resolution order."""
         for ancestor in self._mro(cls):
-            if ancestor is _OPAQUE:
+            if ancestor is OPAQUE:
                 return None
             found, value = self._own_member(ancestor, name, on_instance)
             if found:
@@ -500,7 +491,7 @@ class CallResolver:
     def _member_in_bases(self, cls: Value, name: str) -> Value | None:
         """`super().name`: the nearest class after `cls` in its order that defines a method `name`."""
         for ancestor in self._mro(cls)[1:]:
-            if ancestor is _OPAQUE:
+            if ancestor is OPAQUE:
                 return None
             found, value = self._own_member(ancestor, name, on_instance=False)
             if found:
@@ -514,10 +505,10 @@ class CallResolver:
         definitions = index.members.get((cls.qualname, name))
         if definitions:
             definition = definitions[-1]
-            if _is_property(definition):
-                value = self._instance_of(_definition_value(cls.path, definition))
+            if is_property(definition):
+                value = self._instance_of(definition_value(cls.path, definition))
                 return True, replace(value, via_assignment=True) if value is not None else None
-            return True, _definition_value(cls.path, definition)
+            return True, definition_value(cls.path, definition)
         found, value = self._bound_in(index, cls.qualname, name, None)
         if found:
             return True, value
@@ -542,16 +533,18 @@ class CallResolver:
             for path, qualname in dict.fromkeys(self.named(name, None)):
                 index = self._index(path)
                 definition = index.by_qualname.get(qualname) if index is not None else None
-                if definition is None or definition.kind == "class" or (definition.qualname, "this") not in index.entries:
+                if index is None or definition is None or definition.kind == "class" \
+                        or (qualname, "this") not in index.entries:
                     continue
-                this = self._bound_in(index, definition.qualname, "this", None)[1]
-                if this is not None and this.kind == "instance" and (this.path, this.qualname) == (cls.path, cls.qualname):
-                    found.add(_definition_value(path, definition))
+                this = self._bound_in(index, qualname, "this", None)[1]
+                if this is not None and this.kind == "instance" and (this.path, this.qualname) == (cls.path,
+                                                                                                   cls.qualname):
+                    found.add(definition_value(path, definition))
             return found.pop() if len(found) == 1 else None
         return self._memoized_value(("this-member", cls.path, cls.qualname, name), compute)
 
     def _mro(self, cls: Value) -> list[Value]:
-        unknown = [cls, _OPAQUE]  # a class among its own bases has no order we can trust
+        unknown = [cls, OPAQUE]  # a class among its own bases has no order we can trust
         order = self._memoized(("mro", cls.path, cls.qualname), lambda: self._linearize(cls), unknown)
         return order if isinstance(order, list) else unknown
 
@@ -560,17 +553,17 @@ class CallResolver:
         index = self._index(cls.path)
         definition = index.by_qualname.get(cls.qualname) if index is not None else None
         if definition is None:
-            return [cls, _OPAQUE]
+            return [cls, OPAQUE]
         bases: list[Value] = []
         for text in definition.bases:
             if text in _EMPTY_BASES:
                 continue
             base = self._expression(cls.path, definition.parent, text, definition.start_line)
-            bases.append(base if base is not None and base.kind == "class" else _OPAQUE)
+            bases.append(base if base is not None and base.kind == "class" else OPAQUE)
         if not bases:
             return [cls]
-        orders = [self._mro(base) if base is not _OPAQUE else [_OPAQUE] for base in bases]
-        return [cls, *_c3_merge([*orders, bases])]
+        orders = [self._mro(base) if base is not OPAQUE else [OPAQUE] for base in bases]
+        return [cls, *c3_merge([*orders, bases])]
 
     # ---- overrides ------------------------------------------------------------------------
 
@@ -590,7 +583,7 @@ class CallResolver:
             for method in methods:
                 seen: set[Target] = set()
                 for ancestor in order[1:]:
-                    if ancestor is _OPAQUE:
+                    if ancestor is OPAQUE:
                         break
                     index = self._index(ancestor.path)
                     overridden = index.members.get((ancestor.qualname, method.name)) if index else None
@@ -601,125 +594,3 @@ class CallResolver:
                             found.append(((pf.path, method.qualname), target))
                         break
         return found
-
-    # ---- conservative rules (languages without bindings) -----------------------------------
-
-    def _conservative(self, pf: ParsedFile, call: CallSite) -> list[Target]:
-        """Same class for `this`/`self`, same file, imported symbols and modules, else a name
-        defined once in the repository."""
-        name, receiver = call.name, call.receiver
-        candidates = sorted(set(self.named(name, None)))
-        if not candidates:
-            return []
-        imported_files, imported_symbols = self._conservative_imports(pf)
-        if receiver in (None, "self", "this", "cls", "super()"):
-            local = [c for c in candidates if c[0] == pf.path]
-            if receiver in ("self", "this", "cls") and call.caller and "." in call.caller:
-                cls = call.caller.rsplit(".", 1)[0]
-                in_class = [c for c in local if c[1] == f"{cls}.{name}"]
-                if in_class:
-                    return in_class
-            if local:
-                return local
-            if receiver is None and name in imported_symbols:
-                return imported_symbols[name]
-        else:
-            head = receiver.split(".")[0]
-            files = imported_files.get(receiver) or imported_files.get(head) or []
-            hits = [c for c in candidates if c[0] in files]
-            if hits:
-                return hits
-            classes = [s for s in imported_symbols.get(head, []) if self._kind(s) == "class"]
-            methods = [c for c in candidates for s in classes if c == (s[0], f"{s[1]}.{name}")]
-            if methods:
-                return methods
-        if len(candidates) <= MAX_GLOBAL_CANDIDATES:
-            for path, _qualname in candidates:
-                self._index(path)
-            return candidates
-        return []
-
-    def _kind(self, target: Target) -> str:
-        index = self._index(target[0])
-        definition = index.by_qualname.get(target[1]) if index is not None else None
-        return definition.kind if definition is not None else ""
-
-    def _conservative_imports(self, pf: ParsedFile) -> tuple[dict[str, list[str]], dict[str, list[Target]]]:
-        key = ("conservative-imports", pf.path)
-        hit = self._memo.get(key)
-        if isinstance(hit, tuple):
-            return hit
-        files: dict[str, list[str]] = {}
-        symbols: dict[str, list[Target]] = {}
-        for imp in pf.imports:
-            for target in self._import_files(pf.path, imp):
-                self._reads[-1].add(target)
-                for name, alias in imp.names:
-                    index = self._index(target)
-                    if index is not None and name in index.by_qualname:
-                        symbols.setdefault(alias or name, []).append((target, name))
-                local = imp.alias or (imp.module.split(".")[-1] if not imp.names else None)
-                if local:
-                    files.setdefault(local, []).append(target)
-                for name, alias in imp.names:
-                    files.setdefault(alias or name, []).append(target)
-        self._memo[key] = (files, symbols)
-        return files, symbols
-
-
-# Returned by a module-level lookup for a name the module does not bind (not None: a bound
-# name may be of unknown value, and that shadows what a star import would give).
-_UNBOUND = Value("module", "", "unbound")
-
-
-def _is_property(definition: Definition) -> bool:
-    """A method read as an attribute: `@property`, `@cached_property`, `@x.setter`."""
-    decorators = definition.decorators
-    return bool(decorators) and any(d.rsplit(".", 1)[-1] in _PROPERTY_DECORATORS for d in decorators)
-
-
-def _definition_value(path: str, definition: Definition) -> Value:
-    return Value("class" if definition.kind == "class" else "function", path, definition.qualname)
-
-
-def _join_module(module: str, name: str) -> str:
-    return f"{module}.{name}" if module else name
-
-
-def _return_annotation(signature: str) -> str:
-    """The class a signature's return annotation names: `def f() -> Dog`, `f(): Dog`."""
-    if "->" in signature:
-        return annotation_class(signature.rsplit("->", 1)[1].rstrip(":").strip())
-    start = signature.find("(")
-    if start < 0:
-        return ""
-    depth = 0
-    for position in range(start, len(signature)):
-        if signature[position] in "([{<":
-            depth += 1
-        elif signature[position] in ")]}>" and signature[position - 1] != "=":  # `=>` is no bracket
-            depth -= 1
-            if depth == 0:
-                rest = signature[position + 1:].strip()
-                return annotation_class(rest[1:].rstrip("{").strip()) if rest.startswith(":") else ""
-    return ""
-
-
-def _c3_merge(sequences: list[list[Value]]) -> list[Value]:
-    """C3 merge, cut after the first unknown base (what follows it cannot be trusted to come
-    first); an inconsistent hierarchy falls back to depth-first order without repeats."""
-    pending = [list(sequence) for sequence in sequences if sequence]
-    merged: list[Value] = []
-    while pending:
-        for sequence in pending:
-            head = sequence[0]
-            if head is _OPAQUE or not any(head in other[1:] for other in pending):
-                break
-        else:
-            flat = [item for sequence in sequences for item in sequence]
-            return merged + [item for item in dict.fromkeys(flat) if item not in merged]
-        merged.append(head)
-        if head is _OPAQUE:
-            return merged
-        pending = [rest for rest in ([item for item in sequence if item != head] for sequence in pending) if rest]
-    return merged

@@ -33,7 +33,7 @@ MAX_EVIDENCE_CHARS = 120
 _NOT_IMPLEMENTED = re.compile(r"not[\s_-]*implemented|abstract|must\s+(?:be\s+)?(?:implement|overrid)", re.I)
 # Annotation wrappers that still mean "an instance of the inner type" for a call on it.
 _OPTIONAL = re.compile(r"^(?:typing\.)?Optional\[(.*)\]$")
-_NOTHING = frozenset({"None", "null", "undefined"})
+_NOTHING = frozenset({"None", "null", "undefined", "void"})
 
 # Binding sites other than parameters, in one alternation (a single query pass, in C); the
 # definitions themselves (parameters, bases, bodies, decorators) are read from their nodes.
