@@ -4,7 +4,9 @@ zoo/ is a Python package with a class hierarchy across files (base.Animal, anima
 Cat), super() and inherited self calls, receivers typed by annotations and constructors,
 names that shadow (a parameter, `from datetime import date` beside the repository's own
 `date`, the builtin `open`), an imported list's `.append`, recursion and an abstract method
-with two implementations; web/ is a TypeScript pair with an abstract class.
+with two implementations; web/ is a TypeScript pair with an abstract class; kit/ is a
+TypeScript class whose methods are module functions declaring `this: Selection<T>`, mixed into
+its prototype with Object.assign, called through typed chains and on untyped receivers.
 """
 
 from __future__ import annotations
@@ -65,6 +67,16 @@ EXPECTED = {
     ("web/circle.ts#Circle.label", "web/shape.ts#Shape.describe", 13),
     ("web/circle.ts#makeCircle", "web/circle.ts#Circle", 18),
     ("web/circle.ts#makeCircle", "web/circle.ts#Circle.label", 19),
+    # TypeScript functions declaring `this: Selection<T>` are Selection's methods (mixed into its
+    # prototype): `this.first()` in them, and chains typed by return annotations (`): this` too).
+    ("kit/attributes.ts#attr", "kit/moves.ts#first", 4),
+    ("kit/moves.ts#eq", "kit/moves.ts#first", 8),
+    ("kit/use.ts#typed", "kit/moves.ts#eq", 4),
+    ("kit/use.ts#typed", "kit/attributes.ts#attr", 4),  # sel.eq(0).attr()
+    ("kit/use.ts#typed", "kit/selection.ts#Selection.marked", 5),
+    ("kit/use.ts#typed", "kit/moves.ts#filter", 5),  # sel.marked().filter()
+    # An untyped receiver: the repository's one method `attr`; not `filter`, which Array has.
+    ("kit/use.ts#untyped", "kit/attributes.ts#attr", 9),
 }
 
 
@@ -130,6 +142,10 @@ def test_parse_records_bases_stubs_and_bindings():
     assert evidence[("Keeper.feed", "animal")] == ("instance", "Animal")
     assert evidence[(None, "DEFAULT_KEEPER")] == ("instance", "Keeper")
     assert evidence[("Keeper.save", "fp")] == ("local", "")
+    # TypeScript: `this: Selection<T>` binds `this`; type arguments do not hide the class.
+    attributes = parse_source("kit/attributes.ts", files["kit/attributes.ts"])
+    assert [(b.scope, b.name, b.kind, b.evidence) for b in attributes.bindings if b.name == "this"] == [
+        ("attr", "this", "instance", "Selection")]
 
 
 def graph_state(graph: CodeGraph) -> dict[str, object]:
@@ -159,6 +175,8 @@ EDITS = {
                                         "KNOWN = Known()", "zoo/animals.py"),
     "typescript base method renamed": ("web/shape.ts", "describe(): string {", "explain(): string {",
                                        "web/circle.ts"),
+    "mixed-in function no longer declares its this": ("kit/attributes.ts", "this: Selection<T>, name",
+                                                      "name", "kit/use.ts"),
 }
 
 
@@ -222,6 +240,19 @@ def test_unresolved_calls_may_relate_but_never_call(graph):
 ])
 def test_bad_input_resolves_partly_and_never_fails(source):
     graph = build({"bad.py": source, "other.py": b"from bad import *\n\n\ndef g():\n    return f()\n"})
+    assert all(isinstance(c, ResolvedCall) for c in graph.resolved_calls())
+
+
+@pytest.mark.parametrize("receiver", [
+    "rows" + ".next()" * 3000,  # a chain longer than any real one
+    "$(" * 200 + "'a'" + ")" * 200,  # brackets nested deeper than real calls
+    "f(')'.x(",  # unbalanced, a bracket inside a string
+    "a[0].b<T>()",  # an index and type arguments: no plain chain
+])
+def test_receiver_chains_of_any_shape_resolve_partly_and_never_fail(receiver):
+    source = ("export function attr(this: Sel): Sel { return this; }\nexport class Sel {}\n"
+              f"export function use(rows: Sel) {{ {receiver}.attr(); }}\n").encode()
+    graph = build({"bad.ts": source})
     assert all(isinstance(c, ResolvedCall) for c in graph.resolved_calls())
 
 
