@@ -5,7 +5,9 @@ docstrings, RepoEval and the index corpus have theirs; rich, click, jinja2, http
 and attrs are kept for another one). tomlkit, wtforms and marshmallow are held out: nothing
 in call resolution is tuned on them, they only check a result (`--projects heldout`).
 TypeScript projects are two RepoQA haystacks (benchmarks README, section 4), the
-TypeScript-only, class-heavy ones of a size the language service reads in seconds.
+TypeScript-only, class-heavy ones of a size the language service reads in seconds; two
+more haystacks of other styles are held out: umami (TypeScript, functions and React hooks
+rather than classes) and axios (plain JavaScript, where no receiver has a declared type).
 """
 
 from __future__ import annotations
@@ -53,6 +55,11 @@ TYPESCRIPT_PROJECTS: tuple[CallgraphProject, ...] = (
     CallgraphProject("cheerio", "typescript", "", "cheeriojs__cheerio"),
 )
 
+TYPESCRIPT_HELDOUT_PROJECTS: tuple[CallgraphProject, ...] = (
+    CallgraphProject("umami", "typescript", "", "umami-software__umami"),
+    CallgraphProject("axios", "typescript", "", "axios__axios"),
+)
+
 
 def default_cache_dir() -> Path:
     return cache_root() / "bench" / "callgraph"
@@ -65,8 +72,8 @@ def projects(which: str, language: str) -> list[CallgraphProject]:
     chosen: list[CallgraphProject] = []
     if language in ("python", "all"):
         chosen += PYTHON_PROJECTS if which == "main" else HELDOUT_PROJECTS
-    if language in ("typescript", "all") and which == "main":
-        chosen += TYPESCRIPT_PROJECTS
+    if language in ("typescript", "all"):
+        chosen += TYPESCRIPT_PROJECTS if which == "main" else TYPESCRIPT_HELDOUT_PROJECTS
     if not chosen:
         raise ValueError(f"the {which} set has no {language} projects")
     return chosen

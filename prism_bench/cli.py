@@ -137,7 +137,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                          "language service's (6 PyPI projects, 2 RepoQA haystacks)")
     p.add_argument("--lang", choices=["python", "typescript", "all"], default="all")
     p.add_argument("--projects", choices=["main", "heldout"], default="main",
-                   help="heldout: tomlkit, wtforms and marshmallow (Python), which no choice was made on")
+                   help="heldout: tomlkit, wtforms and marshmallow (Python), umami and axios (TypeScript, "
+                        "JavaScript), which no choice was made on")
     p.add_argument("--limit-projects", type=bounded_int(1), metavar="N",
                    help="only the first N projects of each language")
     p.add_argument("--examples", type=bounded_int(0), default=0, metavar="N",
