@@ -177,6 +177,8 @@ EDITS = {
                                        "web/circle.ts"),
     "mixed-in function no longer declares its this": ("kit/attributes.ts", "this: Selection<T>, name",
                                                       "name", "kit/use.ts"),
+    "a second method named attr": ("kit/selection.ts", "  marked(): this {",
+                                   "  attr(): void {\n    return;\n  }\n\n  marked(): this {", "kit/use.ts"),
 }
 
 
