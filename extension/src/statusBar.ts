@@ -100,12 +100,16 @@ export class IndexStatusBar implements vscode.Disposable {
     const shown = this.describe();
     this.item.text = shown.text;
     this.item.tooltip = shown.tooltip;
-    const failed = this.status?.state === 'failed' || (!this.server.running && !this.server.starting);
+    const failed = this.status?.state === 'failed'
+      || (!this.server.running && !this.server.starting && !this.server.settingUp);
     this.item.backgroundColor = failed ? new vscode.ThemeColor('statusBarItem.errorBackground')
       : shown.warning ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;
   }
 
   private describe(): Shown {
+    if (this.server.settingUp) {
+      return { text: '$(loading~spin) PRISM: setting up', tooltip: `PRISM: ${this.server.notRunningReason}` };
+    }
     if (!this.server.running) {
       const icon = this.server.starting ? '$(loading~spin)' : '$(circle-slash)';
       return { text: `${icon} PRISM`, tooltip: `PRISM: ${this.server.notRunningReason}` };
