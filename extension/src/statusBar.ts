@@ -116,8 +116,10 @@ export class IndexStatusBar implements vscode.Disposable {
     }
     const active = [...this.progress.values()].at(-1);
     if (active) {
-      const percent = active.percentage !== undefined ? ` ${active.percentage}%` : '';
-      return { text: `$(sync~spin) PRISM: indexing${percent}`, tooltip: `PRISM: ${active.message ?? 'indexing'}` };
+      // The server's message is "<stage> <done>/<total>": the count says more than a percentage.
+      const count = /\d+\/\d+/.exec(active.message ?? '')?.[0];
+      const shown = count ? ` ${count}` : active.percentage !== undefined ? ` ${active.percentage}%` : '';
+      return { text: `$(sync~spin) PRISM: indexing${shown}`, tooltip: `PRISM: ${active.message ?? 'indexing'}` };
     }
     const status = this.status;
     if (!status) {
