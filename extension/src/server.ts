@@ -197,8 +197,8 @@ export class PrismServer implements vscode.Disposable {
     const problem = await interpreterProblem(interpreter, this.extensionPath);
     if (problem) {
       this.log.error(problem);
-      // The set-up is offered only where no choice was made: prism.interpreter, when set, wins.
-      const canSetUp = interpreter.source === 'Python extension' || interpreter.source === 'default';
+      // The set-up is offered unless prism.interpreter chose the Python: that setting wins.
+      const canSetUp = interpreter.source !== 'prism.interpreter';
       if (canSetUp && this.managed.bundledWheel()) {
         this.setWhy(`prism-code is not set up (${problem}): run PRISM: Set Up prism-code`);
         if (!this.settingUpNow) {

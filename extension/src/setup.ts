@@ -258,7 +258,8 @@ export class ManagedEnvironment {
       // The user's own PYTHONPATH would put other packages in front of the venv's.
       delete env.PYTHONPATH;
       delete env.PYTHONHOME;
-      const child = spawn(command, args, { cwd: this.storage, env });
+      // Its own process group, so a cancel reaches pip's build processes too, as Ctrl+C would.
+      const child = spawn(command, args, { cwd: this.storage, env, detached: process.platform !== 'win32' });
       const tail: string[] = [];
       const onLine = (line: string): void => {
         this.output.appendLine(line);
@@ -364,8 +365,19 @@ function lines(child: ChildProcess, onLine: (line: string) => void): void {
 }
 
 function interrupt(child: ChildProcess): void {
-  child.kill('SIGINT');
-  const timer = setTimeout(() => child.kill('SIGKILL'), KILL_GRACE_MS);
+  const signal = (name: NodeJS.Signals): void => {
+    try {
+      if (process.platform !== 'win32' && child.pid !== undefined) {
+        process.kill(-child.pid, name);
+      } else {
+        child.kill(name);
+      }
+    } catch {
+      // the step has ended already
+    }
+  };
+  signal('SIGINT');
+  const timer = setTimeout(() => signal('SIGKILL'), KILL_GRACE_MS);
   child.once('close', () => clearTimeout(timer));
 }
 
