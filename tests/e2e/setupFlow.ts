@@ -14,6 +14,7 @@ import { CodeServerDirs, RunningCodeServer, installExtension, startCodeServer } 
 import { Workbench } from './workbench';
 
 const OFFER = 'Set up prism-code';
+const OFFERED = 'no Python here has the prism-code language server';
 const PROGRESS_TITLE = 'Setting up prism-code';
 const INSTALL_STEP = 'installing prism-code and its dependencies';
 const CANCELLED = 'the set-up was cancelled';
@@ -101,7 +102,7 @@ function toast(wb: Workbench, text: string | RegExp) {
 }
 
 async function accept(wb: Workbench): Promise<void> {
-  const offer = toast(wb, /prism-code language server is not installed|set-up was cancelled/).first();
+  const offer = toast(wb, /no Python here has the prism-code language server|set-up was cancelled/).first();
   await offer.waitFor({ timeout: OFFER_TIMEOUT_MS });
   await offer.locator('.monaco-button', { hasText: OFFER }).click();
 }
@@ -149,7 +150,7 @@ async function main(): Promise<void> {
       UI_TIMEOUT_MS));
 
     await step('the extension offers "Set up prism-code"', () =>
-      toast(workbench, 'prism-code language server is not installed').waitFor({ timeout: OFFER_TIMEOUT_MS }));
+      toast(workbench, OFFERED).waitFor({ timeout: OFFER_TIMEOUT_MS }));
     await wb.screenshot(path.join(artifacts, '01-setup-offer.png'));
 
     await step('accept, then cancel while pip installs', async () => {
@@ -168,7 +169,7 @@ async function main(): Promise<void> {
     await step('the next start offers the set-up again', async () => {
       await workbench.page.reload();
       await workbench.page.locator('.monaco-workbench').waitFor({ timeout: UI_TIMEOUT_MS });
-      await toast(workbench, 'prism-code language server is not installed').waitFor({ timeout: OFFER_TIMEOUT_MS });
+      await toast(workbench, OFFERED).waitFor({ timeout: OFFER_TIMEOUT_MS });
     });
 
     await step('accept and wait until the server has indexed', async () => {
