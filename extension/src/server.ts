@@ -36,6 +36,7 @@ export class PrismServer implements vscode.Disposable {
   private why = 'the server has not started yet';
   private changing = false;
   private settingUpNow = false;
+  private offeredSetUp = false;
   private queue: Promise<void> = Promise.resolve();
   private readonly stateChanged = new vscode.EventEmitter<void>();
   private readonly indexProgress = new vscode.EventEmitter<IndexProgress>();
@@ -63,6 +64,11 @@ export class PrismServer implements vscode.Disposable {
   /** Whether "Set up prism-code" is installing the server's Python environment right now. */
   get settingUp(): boolean {
     return this.settingUpNow;
+  }
+
+  /** Whether the server is not running because prism-code is not set up (the set-up is offered). */
+  get needsSetUp(): boolean {
+    return this.offeredSetUp && !this.running;
   }
 
   /** Why there is no running server; empty while it runs. */
@@ -97,6 +103,7 @@ export class PrismServer implements vscode.Disposable {
       const installed = await setUpWithProgress(this.managed, localFolder(), this.log, this.setupOutput,
         (step) => this.setWhy(`setting up prism-code: ${step}`));
       if (!installed) {
+        this.offeredSetUp = true;
         this.setWhy('prism-code is not set up: run PRISM: Set Up prism-code');
         return;
       }
@@ -193,6 +200,7 @@ export class PrismServer implements vscode.Disposable {
       this.setWhy('PRISM works on a folder on this machine: open one');
       return;
     }
+    this.offeredSetUp = false;
     this.setWhy('the server is starting');
     const interpreter = await resolveInterpreter(folder, this.log, await this.managedPython());
     const problem = await interpreterProblem(interpreter, this.extensionPath);
@@ -201,6 +209,7 @@ export class PrismServer implements vscode.Disposable {
       // The set-up is offered unless prism.interpreter chose the Python: that setting wins.
       const canSetUp = interpreter.source !== 'prism.interpreter';
       if (canSetUp && this.managed.bundledWheel()) {
+        this.offeredSetUp = true;
         this.setWhy(`prism-code is not set up (${problem}): run PRISM: Set Up prism-code`);
         if (!this.settingUpNow) {
           offerSetUp(`${SECTION}.interpreter`);

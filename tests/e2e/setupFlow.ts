@@ -21,6 +21,7 @@ const CANCELLED = 'the set-up was cancelled';
 const DESCRIPTION = 'compute the area of a shape';
 const BEST = 'Shape.area';
 const WALKTHROUGH = 'Get started with PRISM Code';
+const WALKTHROUGH_STEPS = 5;
 
 const UI_TIMEOUT_MS = 60_000;
 const OFFER_TIMEOUT_MS = 120_000;
@@ -149,8 +150,11 @@ async function main(): Promise<void> {
     await step('open the workbench', () => workbench.open(`${codeServer?.url}/?folder=${encodeURIComponent(folder)}`,
       UI_TIMEOUT_MS));
 
-    await step('the extension offers "Set up prism-code"', () =>
-      toast(workbench, OFFERED).waitFor({ timeout: OFFER_TIMEOUT_MS }));
+    await step('the extension offers "Set up prism-code"', async () => {
+      await toast(workbench, OFFERED).locator('.monaco-button', { hasText: OFFER }).waitFor({ timeout: OFFER_TIMEOUT_MS });
+      await workbench.waitForStatus(/PRISM: set up/, UI_TIMEOUT_MS);
+      await workbench.page.waitForTimeout(1_000); // the toast slides in
+    });
     await wb.screenshot(path.join(artifacts, '01-setup-offer.png'));
 
     await step('accept, then cancel while pip installs', async () => {
@@ -205,6 +209,9 @@ async function main(): Promise<void> {
         .waitFor({ timeout: UI_TIMEOUT_MS });
       await workbench.page.waitForTimeout(1_000); // the step's markdown renders in a webview
       await workbench.screenshot(path.join(artifacts, '05-walkthrough.png'));
+      const titles = await workbench.page.locator('.gettingStartedContainer .step-title').allInnerTexts();
+      console.log(`e2e-setup:   walkthrough steps: ${titles.join(' | ')}`);
+      check(titles.length === WALKTHROUGH_STEPS, `the walkthrough shows ${titles.length} steps, not ${WALKTHROUGH_STEPS}`);
     });
   } catch (error) {
     failed = true;
