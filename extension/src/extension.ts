@@ -5,6 +5,7 @@ import { registerIndexingCommands } from './indexingCommands';
 import { onDidChangePythonEnvironment } from './interpreter';
 import { PrismServer, localFolder } from './server';
 import { affectsInterpreter, affectsServer, interpreterSetting } from './settings';
+import { ManagedEnvironment, SETUP_COMMAND } from './setup';
 import { IndexStatusBar } from './statusBar';
 
 export const RESTART_COMMAND = 'prism-code.restartServer';
@@ -13,17 +14,22 @@ let server: PrismServer | undefined;
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   const log = vscode.window.createOutputChannel('PRISM', { log: true });
-  server = new PrismServer(context.extensionPath, log);
+  // The set-up's own log: pip's and the model's output as they print it.
+  const setupOutput = vscode.window.createOutputChannel('PRISM Setup');
+  const managed = new ManagedEnvironment(context.globalStorageUri.fsPath, context.extensionPath, setupOutput);
+  server = new PrismServer(context.extensionPath, log, managed, setupOutput);
   const running = server;
   const statusBar = new IndexStatusBar(running);
   context.subscriptions.push(
     log,
+    setupOutput,
     running,
     statusBar,
     registerFindFunction(running),
     registerShowContext(running),
     ...registerIndexingCommands(running, statusBar, log),
     vscode.commands.registerCommand(RESTART_COMMAND, () => running.restart()),
+    vscode.commands.registerCommand(SETUP_COMMAND, () => running.setUp()),
     vscode.workspace.onDidChangeConfiguration((event) => {
       if (affectsInterpreter(event)) {
         void running.restartIfInterpreterChanged();

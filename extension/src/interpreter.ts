@@ -3,32 +3,38 @@ import { PVSC_EXTENSION_ID, PythonExtension } from '@vscode/python-extension';
 import * as vscode from 'vscode';
 import { interpreterSetting } from './settings';
 
-export type InterpreterSource = 'prism.interpreter' | 'Python extension' | 'default';
+export type InterpreterSource = 'prism.interpreter' | 'prism-code set-up' | 'Python extension' | 'default';
 
 export interface Interpreter {
   command: string;
   source: InterpreterSource;
 }
 
-const MINIMUM = { major: 3, minor: 11 };
+export const MINIMUM_PYTHON = { major: 3, minor: 11 };
+const MINIMUM = MINIMUM_PYTHON;
 const FALLBACK = 'python3';
 const CHECK_TIMEOUT_MS = 30_000;
 
 /**
- * The Python that runs the server: the `prism.interpreter` setting, else the Python
- * extension's active environment for the folder, else `python3` on the PATH.
+ * The Python that runs the server: the `prism.interpreter` setting, else the venv the
+ * extension's set-up made (`managed`), else the Python extension's active environment for
+ * the folder, else `python3` on the PATH.
  */
 export async function resolveInterpreter(folder: vscode.WorkspaceFolder | undefined,
-  log: vscode.LogOutputChannel): Promise<Interpreter> {
+  log: vscode.LogOutputChannel, managed?: string): Promise<Interpreter> {
   const configured = interpreterSetting(folder);
   if (configured) {
     return { command: configured, source: 'prism.interpreter' };
+  }
+  if (managed) {
+    return { command: managed, source: 'prism-code set-up' };
   }
   const active = await pythonExtensionInterpreter(folder, log);
   return active ? { command: active, source: 'Python extension' } : { command: FALLBACK, source: 'default' };
 }
 
-async function pythonExtensionInterpreter(folder: vscode.WorkspaceFolder | undefined,
+/** The Python extension's active interpreter for the folder, when it is 3.11 or newer. */
+export async function pythonExtensionInterpreter(folder: vscode.WorkspaceFolder | undefined,
   log: vscode.LogOutputChannel): Promise<string | undefined> {
   const api = await pythonExtension(log);
   if (!api) {
@@ -93,7 +99,7 @@ export function interpreterProblem(interpreter: Interpreter, cwd: string): Promi
         resolve(`${name} is older than Python ${MINIMUM.major}.${MINIMUM.minor}`);
       } else if (error.code === 3) {
         resolve(`prism-code is not installed for ${name}: install it there `
-          + '(`pip install <prism-code checkout>`) or set prism.interpreter to a Python that has it');
+          + '(`pip install prism_code-<version>-py3-none-any.whl`) or set prism.interpreter to a Python that has it');
       } else if (error.code === 'ENOENT') {
         resolve(`${name} was not found: set prism.interpreter to a Python ${MINIMUM.major}.${MINIMUM.minor}+ with prism-code installed`);
       } else {

@@ -13,12 +13,14 @@ import {
 import { Interpreter, interpreterProblem, resolveInterpreter } from './interpreter';
 import { FIND_UPDATE, FindUpdate, INDEX_PROGRESS_PREFIX } from './protocol';
 import { SECTION, serverSettings } from './settings';
+import { ManagedEnvironment, offerSetUp, setUpWithProgress } from './setup';
 
 // The languages the server parses (prism_code/parse/languages.py), as VS Code names them.
 const LANGUAGES = ['python', 'javascript', 'javascriptreact', 'typescript', 'typescriptreact',
   'java', 'go', 'rust', 'c', 'cpp', 'shellscript', 'csharp', 'elixir', 'haskell', 'kotlin', 'lua', 'php',
   'ruby', 'scala', 'swift', 'zig'];
 const STOP_TIMEOUT_MS = 5_000;
+export const SERVER_RUNNING_CONTEXT = 'prism-code.serverRunning';
 
 export type IndexProgress = { token: string } & (WorkDoneProgressBegin | WorkDoneProgressReport | WorkDoneProgressEnd);
 
@@ -33,6 +35,8 @@ export class PrismServer implements vscode.Disposable {
   private interpreter: Interpreter | undefined;
   private why = 'the server has not started yet';
   private changing = false;
+  private settingUpNow = false;
+  private offeredSetUp = false;
   private queue: Promise<void> = Promise.resolve();
   private readonly stateChanged = new vscode.EventEmitter<void>();
   private readonly indexProgress = new vscode.EventEmitter<IndexProgress>();
@@ -45,7 +49,8 @@ export class PrismServer implements vscode.Disposable {
   /** A model find's rankings as the model refines them (prism/findUpdate). */
   readonly onFindUpdate = this.findUpdate.event;
 
-  constructor(private readonly extensionPath: string, private readonly log: vscode.LogOutputChannel) {}
+  constructor(private readonly extensionPath: string, private readonly log: vscode.LogOutputChannel,
+    private readonly managed: ManagedEnvironment, private readonly setupOutput: vscode.OutputChannel) {}
 
   get running(): boolean {
     return this.client?.isRunning() ?? false;
@@ -54,6 +59,16 @@ export class PrismServer implements vscode.Disposable {
   /** Whether the server is starting, restarting or stopping right now. */
   get starting(): boolean {
     return this.changing;
+  }
+
+  /** Whether "Set up prism-code" is installing the server's Python environment right now. */
+  get settingUp(): boolean {
+    return this.settingUpNow;
+  }
+
+  /** Whether the server is not running because prism-code is not set up (the set-up is offered). */
+  get needsSetUp(): boolean {
+    return this.offeredSetUp && !this.running;
   }
 
   /** Why there is no running server; empty while it runs. */
@@ -72,10 +87,37 @@ export class PrismServer implements vscode.Disposable {
     });
   }
 
+  /**
+   * Installs prism-code and the default model into a venv of the extension's own (setup.ts),
+   * then starts the server on it. Not serialized with starts and stops: it takes minutes,
+   * and commands would wait behind it.
+   */
+  async setUp(): Promise<void> {
+    if (this.settingUpNow) {
+      this.setupOutput.show(true);
+      return;
+    }
+    this.settingUpNow = true;
+    this.setWhy('setting up prism-code');
+    try {
+      const installed = await setUpWithProgress(this.managed, localFolder(), this.log, this.setupOutput,
+        (step) => this.setWhy(`setting up prism-code: ${step}`));
+      if (!installed) {
+        this.offeredSetUp = true;
+        this.setWhy('prism-code is not set up: run PRISM: Set Up prism-code');
+        return;
+      }
+    } finally {
+      this.settingUpNow = false;
+      this.stateChanged.fire();
+    }
+    await this.restart();
+  }
+
   /** Restarts when the interpreter to use is no longer the one running the server. */
   restartIfInterpreterChanged(): Promise<void> {
     return this.serialize(async () => {
-      const next = await resolveInterpreter(localFolder(), this.log);
+      const next = await resolveInterpreter(localFolder(), this.log, this.managed.installed()?.python);
       if (next.command !== this.interpreter?.command) {
         this.log.info(`the interpreter changed to ${next.command} (${next.source}): restarting`);
         await this.shutdown();
@@ -158,11 +200,22 @@ export class PrismServer implements vscode.Disposable {
       this.setWhy('PRISM works on a folder on this machine: open one');
       return;
     }
+    this.offeredSetUp = false;
     this.setWhy('the server is starting');
-    const interpreter = await resolveInterpreter(folder, this.log);
+    const interpreter = await resolveInterpreter(folder, this.log, await this.managedPython());
     const problem = await interpreterProblem(interpreter, this.extensionPath);
     if (problem) {
       this.log.error(problem);
+      // The set-up is offered unless prism.interpreter chose the Python: that setting wins.
+      const canSetUp = interpreter.source !== 'prism.interpreter';
+      if (canSetUp && this.managed.bundledWheel()) {
+        this.offeredSetUp = true;
+        this.setWhy(`prism-code is not set up (${problem}): run PRISM: Set Up prism-code`);
+        if (!this.settingUpNow) {
+          offerSetUp(`${SECTION}.interpreter`);
+        }
+        return;
+      }
       this.setWhy(problem);
       void vscode.window.showErrorMessage(`PRISM: ${problem}`, 'Open Settings').then((choice) => {
         if (choice) {
@@ -190,7 +243,30 @@ export class PrismServer implements vscode.Disposable {
     }
     this.client = client;
     this.interpreter = interpreter;
+    // The walkthrough's set-up step is done once a server runs, however it was installed.
+    void vscode.commands.executeCommand('setContext', SERVER_RUNNING_CONTEXT, true);
     this.stateChanged.fire();
+  }
+
+  /** The Python of the extension's own venv, upgraded first when the VSIX brought a newer wheel. */
+  private async managedPython(): Promise<string | undefined> {
+    if (!this.managed.needsUpgrade()) {
+      return this.managed.installed()?.python;
+    }
+    try {
+      const upgraded = await vscode.window.withProgress(
+        { location: vscode.ProgressLocation.Notification, title: 'PRISM' },
+        (progress) => this.managed.upgradeIfNeeded((step) => {
+          progress.report({ message: step });
+          this.setWhy(step);
+        }));
+      return upgraded?.python;
+    } catch (error) {
+      const message = `prism-code could not be upgraded: ${errorMessage(error)}; the installed version runs instead`;
+      this.log.warn(message);
+      void vscode.window.showWarningMessage(`PRISM: ${message}`);
+      return this.managed.installed()?.python;
+    }
   }
 
   private async shutdown(): Promise<void> {

@@ -1,6 +1,7 @@
 import * as vscode from 'vscode';
 import { STATUS, ServerStatus } from './protocol';
 import { IndexProgress, PrismServer, errorMessage } from './server';
+import { SETUP_COMMAND } from './setup';
 
 // prism.status is cheap; polling it fast only while the index is changing keeps the
 // item current without a steady stream of requests.
@@ -8,6 +9,8 @@ const BUSY_POLL_MS = 1_500;
 const IDLE_POLL_MS = 10_000;
 const BUSY_STATES = new Set(['opening', 'indexing', 'embedding']);
 const POLL_TIMEOUT_MS = 10_000;
+// indexingCommands.ts registers it (and imports this module, so it is spelled out here).
+const SHOW_STATUS = 'prism-code.showStatus';
 
 interface Shown {
   text: string;
@@ -28,7 +31,6 @@ export class IndexStatusBar implements vscode.Disposable {
 
   constructor(private readonly server: PrismServer) {
     this.item.name = 'PRISM Indexing';
-    this.item.command = 'prism-code.showStatus';
     this.subscriptions.push(
       server.onDidChangeState(() => {
         this.progress.clear();
@@ -98,22 +100,33 @@ export class IndexStatusBar implements vscode.Disposable {
 
   private render(): void {
     const shown = this.describe();
+    // Before the set-up the item starts it; after, it shows the server's status.
+    this.item.command = this.server.needsSetUp ? SETUP_COMMAND : SHOW_STATUS;
     this.item.text = shown.text;
     this.item.tooltip = shown.tooltip;
-    const failed = this.status?.state === 'failed' || (!this.server.running && !this.server.starting);
+    const failed = this.status?.state === 'failed'
+      || (!this.server.running && !this.server.starting && !this.server.settingUp && !this.server.needsSetUp);
     this.item.backgroundColor = failed ? new vscode.ThemeColor('statusBarItem.errorBackground')
       : shown.warning ? new vscode.ThemeColor('statusBarItem.warningBackground') : undefined;
   }
 
   private describe(): Shown {
+    if (this.server.settingUp) {
+      return { text: '$(loading~spin) PRISM: setting up', tooltip: `PRISM: ${this.server.notRunningReason}` };
+    }
+    if (this.server.needsSetUp) {
+      return { text: '$(cloud-download) PRISM: set up', tooltip: `PRISM: ${this.server.notRunningReason} (click to set it up)` };
+    }
     if (!this.server.running) {
       const icon = this.server.starting ? '$(loading~spin)' : '$(circle-slash)';
       return { text: `${icon} PRISM`, tooltip: `PRISM: ${this.server.notRunningReason}` };
     }
     const active = [...this.progress.values()].at(-1);
     if (active) {
-      const percent = active.percentage !== undefined ? ` ${active.percentage}%` : '';
-      return { text: `$(sync~spin) PRISM: indexing${percent}`, tooltip: `PRISM: ${active.message ?? 'indexing'}` };
+      // The server's message is "<stage> <done>/<total>": the count says more than a percentage.
+      const count = /\d+\/\d+/.exec(active.message ?? '')?.[0];
+      const shown = count ? ` ${count}` : active.percentage !== undefined ? ` ${active.percentage}%` : '';
+      return { text: `$(sync~spin) PRISM: indexing${shown}`, tooltip: `PRISM: ${active.message ?? 'indexing'}` };
     }
     const status = this.status;
     if (!status) {

@@ -3,6 +3,7 @@
 One place decides, so `find`, `notes` and `complete` treat `--remote` alike: a remote
 engine keeps its own prompt cache, so it gets no state files, and its API key comes
 from $PRISM_CODE_API_KEY only (never a flag: flags show up in process lists and logs).
+A registry model that is not set up yet is set up first, saying so (model_setup).
 """
 
 from __future__ import annotations
@@ -16,13 +17,18 @@ if TYPE_CHECKING:
 
 def open_backend(remote: str | None, model: str, threads: int | None = None) -> ScoringBackend:
     """A RemoteSession on `remote` when given, else the local `model` on `threads` threads."""
+    from .model_setup import provide_model
+
     if remote:
         from .remote import RemoteSession, RemoteSettings
 
-        return RemoteSession(RemoteSettings(url=remote))
+        settings = RemoteSettings(url=remote)
+        provide_model(settings.tokenizer)  # prompts are built with the local model's vocabulary
+        return RemoteSession(settings)
     from .cpu_load import threads_for_now
     from .runtime import LlamaSession
 
+    provide_model(model)
     return LlamaSession.open(model, n_threads=threads or threads_for_now())
 
 

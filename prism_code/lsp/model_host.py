@@ -122,8 +122,8 @@ class ModelHost:
                                                         connect_timeout=REMOTE_CONNECT_TIMEOUT_S))
         except ModelNotInstalled as exc:
             self._fail(f"prism: the remote engine cannot be used: its prompts are built with the vocabulary "
-                       f"of {exc.spec.name}, which is not installed. Install it into the server's Python "
-                       f"({sys.prefix}) with: {exc.command}")
+                       f"of {exc.spec.name}, which is not installed. Install it with "
+                       f"`{sys.executable} -m prism_code.cli setup --model {exc.spec.name}`, then restart the server")
         except (BackendError, ModelError, OSError, ValueError, RuntimeError) as exc:
             self._fail(f"prism: the remote engine cannot be used: {exc}")
         return self._remote
@@ -138,7 +138,9 @@ class ModelHost:
                                               n_ctx=N_CTX, n_batch=N_BATCH)
         except ModelNotInstalled as exc:
             self._fail(f"prism: completions are off: the model {exc.spec.name} is not installed. "
-                       f"Install it into the server's Python ({sys.prefix}) with: {exc.command}")
+                       f"Install it with `{sys.executable} -m prism_code.cli setup --model {exc.spec.name}` "
+                       "(PRISM: Set Up prism-code does it for the extension's own environment), "
+                       "then restart the server")
             return
         except ModelError as exc:
             self._fail(f"prism: completions are off: {exc}")
