@@ -67,7 +67,7 @@ def test_the_wheel_holds_the_library_and_its_data_only(wheel: Path) -> None:
     assert tops == {"prism_code", f"prism_code-{_version()}.dist-info"}  # no prism_bench, no tests
     queries = sorted(p.name for p in (ROOT / "prism_code" / "parse" / "queries").glob("*.scm"))
     assert queries and sorted(n.rsplit("/", 1)[1] for n in names if n.endswith(".scm")) == queries
-    assert "prism_code/py.typed" in names
+    assert "prism_code/py.typed" in names and "prism_code/data/js_builtin_members.txt" in names
     sources = {p.relative_to(ROOT).as_posix() for p in (ROOT / "prism_code").rglob("*.py")}
     assert sources <= set(names)
 
