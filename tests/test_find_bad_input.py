@@ -117,7 +117,7 @@ def indexed(tree: Path) -> tuple[Path, Path]:
     out = run("index", str(tree), "--json", "--cache-dir", str(cache / "index"), cache=cache)
     assert out.returncode == 0, out.stderr
     summary = json.loads(out.stdout)
-    assert summary["embedded"] == 2 * summary["functions"] > 0
+    assert summary["embedded"] == 2 * (summary["functions"] + summary["types"]) > 0
     return tree, cache
 
 
