@@ -290,8 +290,7 @@ class FunctionSearch:
         # Enough candidates that `top` distinct files are found among them.
         pool = np.argsort(-final, kind="stable")[:top * FILE_GROUP_POOL]
         # A definition the query names keeps its place even behind another hit of its file.
-        pinned = frozenset(i for i, sig in signals.signals.items()
-                           if sig.defines and names[i].rsplit(".", 1)[-1] == sig.defines)
+        pinned = frozenset(i for i, sig in signals.signals.items() if sig.defines)
         order = file_grouped([int(i) for i in pool], corpus_paths, top, pinned)
         terms = set(query_tokens(query))
         return [self._result(i, float(final[i]), parts, terms, signals.signals.get(i)) for i in order]

@@ -24,11 +24,8 @@ from prism_code.retrieval.tokenize import code_tokens
 # ("HTTPException", "http exception", "http_exception"): the user named the symbol, so the
 # definition goes before every function that merely uses it. One best score lifts it to the top.
 SYMBOL_MATCH_BOOST = 1.0
-# A member of the type the query names (`HTTPException.__init__` for "HTTPException"): the type
-# is a result of its own, so its members follow it rather than crowd it.
-MEMBER_MATCH_BOOST = 1.0
 # The query spells the name letter for letter, case included ("Session" names the class
-# `Session` more than the function `session`).
+# `Session` more than the function `session`), on top of SYMBOL_MATCH_BOOST.
 EXACT_SPELLING_BOOST = 0.3
 # A symbol query is short: beyond this many words the query is a sentence, not a name.
 SYMBOL_QUERY_MAX_WORDS = 4
@@ -38,8 +35,12 @@ SYMBOL_QUERY_MAX_WORDS = 4
 # ("src/core/utils") cannot outrank what the bodies say.
 PATH_WORD_BOOST = 0.1
 PATH_WORD_BOOST_CAP = 0.3
-# The share of the query's words that the path carries, times this.
+# Besides, the share of the query's words the path carries, times this: "application boot
+# process" is about application.rb, though only one of its three words is in the path. Chosen
+# among 0.5 / 1.0 / 1.5 / 2.0 on semble's tuning half (decisions.md).
 PATH_WORD_SHARE_BOOST = 1.5
+# A query word matches a path word it begins or that begins it, from this many letters on
+# ("dependency" and "dependencies", "route" and "router").
 PATH_PREFIX_MIN = 4
 
 # File coherence: a file's best unit gains up to this share of the best score, in proportion to
@@ -103,7 +104,7 @@ def matched_path_words(terms: set[str], words: set[str]) -> list[str]:
 class Signals:
     """Why a function moved, for the reason a person reads; `shift` is what was added."""
 
-    defines: str = ""  # the symbol the query spells: the function's name or its owner type's
+    defines: str = ""  # the symbol the query spells: the definition's own name
     path_matches: list[str] = field(default_factory=list)
     auxiliary: bool = False
     shift: float = 0.0
@@ -132,17 +133,14 @@ def spelled_parts(query: str) -> tuple[str, ...]:
 
 
 def spelled_symbol(qualname: str, spelled: tuple[str, ...]) -> str:
-    """The part of `qualname` ("HTTPException.__init__") that the spelled query names: the
-    definition itself or a type that owns it; a qualified query ("Rails::Engine") matches on
-    as many of its last parts as the qualified name has; "" when none."""
+    """The definition's own name when the spelled query names it ("http exception" names
+    `HTTPException`, "Rails::Engine" names `Rails.Engine`, and `requests.Session` names
+    `Session`, whose qualified name in its file has no module part: the longest end of the
+    query that ends the qualified name counts); "" when it does not."""
     names = qualname.split(".")
-    # The longest end of the query that ends some prefix of the qualified name: `requests.Session`
-    # still names `Session`, whose qualified name in its file has no module part.
-    for length in range(len(spelled), 0, -1):
-        wanted = spelled[-length:]
-        for end in range(len(names), length - 1, -1):
-            if all(squashed(a) == b for a, b in zip(names[end - length:end], wanted)):
-                return names[end - 1]
+    for length in range(min(len(spelled), len(names)), 0, -1):
+        if all(squashed(a) == b for a, b in zip(names[-length:], spelled[-length:])):
+            return names[-1]
     return ""
 
 
@@ -167,9 +165,7 @@ def ranking_signals(query: str, qualnames: Sequence[str], paths: Sequence[str], 
         if terms and PATH_WORD_SHARE_BOOST:
             value += PATH_WORD_SHARE_BOOST * len(matched) / len(terms)
         if defines:
-            own = qualname.rsplit(".", 1)[-1] == defines
-            value += SYMBOL_MATCH_BOOST if own else MEMBER_MATCH_BOOST
-            value += EXACT_SPELLING_BOOST if own and defines == exact else 0.0
+            value += SYMBOL_MATCH_BOOST + (EXACT_SPELLING_BOOST if defines == exact else 0.0)
         value -= AUXILIARY_PATH_PENALTY if auxiliary else 0.0
         if value or defines or matched or auxiliary:
             shift[i] = value * scale
