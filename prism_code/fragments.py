@@ -7,6 +7,7 @@ one owns: the `len` of FragRel Eq. 8.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Final, Literal
@@ -85,6 +86,22 @@ def file_fragments(pf: ParsedFile, window_lines: int = 20, stride: int = 10) -> 
         for i, (start, end) in enumerate(window_spans(pf.line_count, window_lines, stride))
     ]
     return fragments
+
+
+def type_fragments(parsed: Iterable[ParsedFile], taken: set[str]) -> list[Fragment]:
+    """One fragment per class, struct, interface, trait or enum: find's type units
+    (retrieval/type_units.py says why), sorted by key. A type whose key is in `taken` (a
+    function of the same qualified name) or repeats one already made (a Rust `impl` block
+    after its `struct`) is left out, so keys stay unique."""
+    out: dict[str, Fragment] = {}
+    for pf in parsed:
+        for d in pf.definitions:
+            key = function_key(pf.path, d.qualname)
+            if is_function(d) or key in taken or key in out:
+                continue
+            out[key] = Fragment(pf.path, FUNCTION, d.start_line, d.end_line, qualname=d.qualname,
+                                nodes=((def_node(pf.path, d.qualname), d.end_line - d.start_line + 1),))
+    return [out[k] for k in sorted(out)]
 
 
 def _bounded(counts: Counter[str], home: str) -> tuple[tuple[str, int], ...]:

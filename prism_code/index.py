@@ -33,7 +33,7 @@ from pathlib import Path
 
 from prism_code.cancel import CancelCheck, Cancelled
 from prism_code.config import IndexConfig
-from prism_code.fragments import FUNCTION, WINDOW, Fragment, file_fragments, fragment_text
+from prism_code.fragments import FUNCTION, WINDOW, Fragment, file_fragments, fragment_text, type_fragments
 from prism_code.graph import CodeGraph
 from prism_code.parse import PARSER_VERSION, language_for_path, parse_source
 from prism_code.parse.model import Definition, ParsedFile
@@ -79,6 +79,7 @@ class IndexSummary:
     skipped: int = 0
     parse_errors: int = 0
     functions: int = 0
+    types: int = 0  # classes, structs, interfaces...: find's units beside the functions
     fragments: int = 0
     relations_recomputed: int = 0
     relations_pending: bool = False  # relation work left for finish_relations()
@@ -414,6 +415,8 @@ class RepoIndex:
         summary.files = len(self.lines)
         summary.lines = sum(len(v) for v in self.lines.values())
         summary.functions = self.function_count
+        summary.types = len(type_fragments(self.graph.parsed.values(),
+                                           {f.key for f in self.fragments.values() if f.kind == FUNCTION}))
         summary.fragments = len(self.fragments)
         return summary
 

@@ -31,7 +31,8 @@ def test_index_then_find_with_embeddings(repo, tmp_path):
     assert out.returncode == 0, out.stderr
     summary = json.loads(out.stdout)
     assert summary["files"] >= 15 and summary["functions"] >= 30
-    assert summary["embedded"] == 2 * summary["functions"]  # source and card per function
+    # source and card per function and per type (class, struct, ...)
+    assert summary["embedded"] == 2 * (summary["functions"] + summary["types"])
     assert sorted(p for p in repo.rglob("*")) == before  # the index lives outside the repository
     assert list((tmp_path / "cache").rglob("index.sqlite"))
 

@@ -43,6 +43,14 @@ RANKED_QUERIES = [
     ("punctuation", "?!...;;"),
     ("code", "for i in range(len(xs)): total += xs[i]"),
     ("two-thousand-words", LONG_QUERY),
+    # What people type into a code search box that is not a sentence (issue #27).
+    ("one-character", "a"),
+    ("file-path", "pkg/core.py"),
+    ("regular-expression", r"def\s+(area|total)_\w*\(.*\)$"),
+    ("camel-case-only", "computeArea"),
+    ("snake-case-only", "compute_area"),
+    ("missing-symbol", "FrobnicateWidgetFactory"),
+    ("missing-symbol-german", "die Klasse FrobnicateWidgetFactory"),
 ]
 # Only through JSON: argv cannot hold a NUL, and a lone surrogate there is a byte that is not UTF-8.
 JSON_ONLY_QUERIES = [
@@ -117,7 +125,7 @@ def indexed(tree: Path) -> tuple[Path, Path]:
     out = run("index", str(tree), "--json", "--cache-dir", str(cache / "index"), cache=cache)
     assert out.returncode == 0, out.stderr
     summary = json.loads(out.stdout)
-    assert summary["embedded"] == 2 * summary["functions"] > 0
+    assert summary["embedded"] == 2 * (summary["functions"] + summary["types"]) > 0
     return tree, cache
 
 
@@ -287,5 +295,22 @@ async def test_server_repository_without_functions(tmp_path: Path, layout: str):
         with pytest.raises(JsonRpcException) as error:
             await find(client, "")
         assert "Traceback" not in str(error.value)
+    finally:
+        await stop_server(client)
+
+
+@pytestmark_lsp
+async def test_server_answers_odd_queries_while_its_index_is_still_being_built(tree: Path, tmp_path: Path):
+    """Issue #27: each odd query, sent right after `initialize`, gets a list (empty until the
+    first files are in) or a clear error, and the server goes on to finish its index."""
+    client = await start_server(tree, tmp_path / "cache", wait=False, find={"strategy": "retrieval"},
+                                notes={"enabled": False})
+    try:
+        for _, description in RANKED_QUERIES:
+            found = await find(client, description)
+            assert isinstance(found, list) and len(found) <= 5
+        status = await wait_until_embedded(client)
+        assert status["functions"] > 0
+        assert len(await find(client, "pkg/core.py")) == 5
     finally:
         await stop_server(client)

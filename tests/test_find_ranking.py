@@ -22,15 +22,23 @@ def search(tmp_path: Path):
     index.close()
 
 
-@pytest.mark.parametrize("query", ["HTTPException", "http exception", "http_exception"])
-def test_a_symbol_query_finds_the_definition_before_its_users(search: FunctionSearch, query: str):
+@pytest.mark.parametrize("query", ["HTTPException", "http exception", "http_exception", "errors.HTTPException",
+                                   "web::errors::HTTPException"])
+def test_a_symbol_query_finds_the_type_itself_before_its_users(search: FunctionSearch, query: str):
     found = search.search(query, top=5)
-    # classes are reached through their methods: the constructor stands for the class
-    assert found[0].qualname == "HTTPException.__init__"
-    assert found[0].kind == "method"
+    # the class is a result of its own, with its whole span, not one of its methods
+    assert (found[0].qualname, found[0].kind) == ("HTTPException", "class")
+    assert (found[0].path, found[0].start_line, found[0].end_line) == ("web/errors.py", 4, 9)
     assert found[0].reason.startswith("defines HTTPException")
     # the users are still listed after it
     assert {"not_found", "forbidden", "handle_http_exception"} & {f.qualname for f in found[1:]}
+
+
+def test_the_exact_spelling_decides_between_a_class_and_a_function(search: FunctionSearch):
+    assert search.search("Session", top=3)[0].qualname == "Session"
+    assert search.search("session", top=3)[0].qualname == "session"
+    # the other one is still listed, though it shares the file with the first
+    assert {"Session", "session"} <= {f.qualname for f in search.search("Session", top=3)}
 
 
 def test_a_test_file_ranks_below_the_code_it_tests(search: FunctionSearch):

@@ -202,9 +202,9 @@ def test_two_index_commands_at_once_embed_each_function_once(tmp_path):
     summaries = [json.loads(out) for out, _ in outputs]
     functions = summaries[0]["functions"]
     assert functions >= 30
-    # One computed every vector (source and card per function); the other waited and
-    # found them stored.
-    assert sorted(s["embedded"] for s in summaries) == [0, 2 * functions]
+    # One computed every vector (source and card per function and per type); the other
+    # waited and found them stored.
+    assert sorted(s["embedded"] for s in summaries) == [0, 2 * (functions + summaries[0]["types"])]
 
 
 # ---- the language server and the command line on one repository ---------------------------
@@ -366,7 +366,8 @@ def test_damaged_vectors_are_dropped_and_computed_again(tmp_path):
     shutil.copytree(FIXTURES / "multilang", root)
     out = cli("index", str(root), "--json", "--cache-dir", str(cache))
     assert out.returncode == 0, out.stderr
-    functions = json.loads(out.stdout)["functions"]
+    summary = json.loads(out.stdout)
+    units = summary["functions"] + summary["types"]
     db = workspace_db_path(root, cache)
     with sqlite3.connect(db) as conn:
         try:
@@ -385,7 +386,7 @@ def test_damaged_vectors_are_dropped_and_computed_again(tmp_path):
         assert "lexical ranking only" in out.stderr
         assert "Cart.add" in [r["qualname"] for r in json.loads(out.stdout)[:3]]
     out = cli("index", str(root), "--json", "--cache-dir", str(cache))
-    assert json.loads(out.stdout)["embedded"] == 2 * functions
+    assert json.loads(out.stdout)["embedded"] == 2 * units
     assert stored_tables(db) == clean_build_tables(root, tmp_path / "fresh")
 
 

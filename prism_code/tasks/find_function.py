@@ -17,7 +17,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from prism_code.embeddings import VectorCache, card_text
-from prism_code.fragments import Fragment, function_key
+from prism_code.fragments import Fragment, function_key, type_fragments
 from prism_code.index import IndexSnapshot, RepoIndex
 from prism_code.parse.model import Definition, ParsedFile
 from prism_code.relations import related_matrix
@@ -28,7 +28,8 @@ from prism_code.retrieval.lexical import LexicalIndex, TermBag, Vocabulary
 from prism_code.retrieval.markup import plain_text
 from prism_code.retrieval.query_sections import split_sections
 from prism_code.retrieval.tokenize import code_tokens, query_tokens
-from prism_code.tasks.find_ranking import Signals, file_grouped, ranking_signals
+from prism_code.retrieval.type_units import skeleton
+from prism_code.tasks.find_ranking import Signals, file_coherence, file_grouped, ranking_signals
 
 # FragRel helps completion context; on needle search it was measured neutral to harmful
 # (docs/benchmarks.md), so find defaults to the vanilla retriever.
@@ -101,8 +102,13 @@ class FunctionCorpus:
 
     def __init__(self, index: RepoIndex | IndexSnapshot, previous: FunctionCorpus | None = None) -> None:
         self.generation = index.generation
-        self.fragments: list[Fragment] = index.functions()
-        self.code = [index.text(f) for f in self.fragments]
+        parsed = index.parsed if isinstance(index, IndexSnapshot) else index.graph.parsed
+        functions = index.functions()
+        types = type_fragments(parsed.values(), {f.key for f in functions})
+        self.fragments: list[Fragment] = functions + types
+        self.code = [index.text(f) for f in functions] + [
+            skeleton(index.lines.get(f.path, []), parsed.get(f.path), d)
+            if (d := index.definition(f.path, f.qualname)) is not None else index.text(f) for f in types]
         same_functions = (previous is not None and previous.code == self.code
                           and [f.key for f in previous.fragments] == [f.key for f in self.fragments])
         if previous is not None and same_functions:
@@ -116,7 +122,6 @@ class FunctionCorpus:
             self.vocabulary = Vocabulary() if reuse is None else reuse.vocabulary
             self.name_vocabulary = Vocabulary() if reuse is None else reuse.name_vocabulary
             self.definitions, self.cards, self.tokens, self.bags, self.name_bags = [], [], [], [], []
-            parsed = index.parsed if isinstance(index, IndexSnapshot) else index.graph.parsed
             callees: dict[str, dict[str, list[str]]] = {}  # path -> caller -> names, for changed files only
             for f, text in zip(self.fragments, self.code):
                 reused = known.get(f.key)
@@ -281,9 +286,12 @@ class FunctionSearch:
         best = float(final.max())
         signals = ranking_signals(query, names, corpus_paths, abs(best) if best else 1.0)
         final = final + signals.shift
+        final = final + file_coherence(final, corpus_paths, abs(best) if best else 1.0)
         # Enough candidates that `top` distinct files are found among them.
         pool = np.argsort(-final, kind="stable")[:top * FILE_GROUP_POOL]
-        order = file_grouped([int(i) for i in pool], corpus_paths, top)
+        # A definition the query names keeps its place even behind another hit of its file.
+        pinned = frozenset(i for i, sig in signals.signals.items() if sig.defines)
+        order = file_grouped([int(i) for i in pool], corpus_paths, top, pinned)
         terms = set(query_tokens(query))
         return [self._result(i, float(final[i]), parts, terms, signals.signals.get(i)) for i in order]
 

@@ -24,6 +24,9 @@ from prism_code.retrieval.tokenize import code_tokens
 # ("HTTPException", "http exception", "http_exception"): the user named the symbol, so the
 # definition goes before every function that merely uses it. One best score lifts it to the top.
 SYMBOL_MATCH_BOOST = 1.0
+# The query spells the name letter for letter, case included ("Session" names the class
+# `Session` more than the function `session`), on top of SYMBOL_MATCH_BOOST.
+EXACT_SPELLING_BOOST = 0.3
 # A symbol query is short: beyond this many words the query is a sentence, not a name.
 SYMBOL_QUERY_MAX_WORDS = 4
 
@@ -32,6 +35,18 @@ SYMBOL_QUERY_MAX_WORDS = 4
 # ("src/core/utils") cannot outrank what the bodies say.
 PATH_WORD_BOOST = 0.1
 PATH_WORD_BOOST_CAP = 0.3
+# Besides, the share of the query's words the path carries, times this: "application boot
+# process" is about application.rb, though only one of its three words is in the path. Chosen
+# among 0.5 / 1.0 / 1.5 / 2.0 on semble's tuning half (decisions.md).
+PATH_WORD_SHARE_BOOST = 1.5
+# A query word matches a path word it begins or that begins it, from this many letters on
+# ("dependency" and "dependencies", "route" and "router").
+PATH_PREFIX_MIN = 4
+
+# File coherence: a file's best unit gains up to this share of the best score, in proportion to
+# the part of the query's COHERENCE_POOL best candidates (above the pool's last) its file holds.
+FILE_COHERENCE_BOOST = 0.3
+COHERENCE_POOL = 50
 
 # Tests, examples, benchmarks, generated and vendored code mention what they exercise as often
 # as the code that defines it; down-weighted unless the query asks for them.
@@ -70,11 +85,26 @@ def path_words(path: str) -> set[str]:
     return set(code_tokens(stem.replace("/", " ")))
 
 
+def matched_path_words(terms: set[str], words: set[str]) -> list[str]:
+    """The query words a path carries, a word also matching a path word it begins or that
+    begins it ("dependency" and "dependencies", "route" and "router") from PATH_PREFIX_MIN
+    letters on."""
+    matched = terms & words
+    if PATH_PREFIX_MIN:
+        for term in terms - matched:
+            for word in words:
+                short, long_ = sorted((term, word), key=len)
+                if len(short) >= PATH_PREFIX_MIN and long_.startswith(short):
+                    matched.add(term)
+                    break
+    return sorted(matched)
+
+
 @dataclass
 class Signals:
     """Why a function moved, for the reason a person reads; `shift` is what was added."""
 
-    defines: str = ""  # the symbol the query spells: the function's name or its owner type's
+    defines: str = ""  # the symbol the query spells: the definition's own name
     path_matches: list[str] = field(default_factory=list)
     auxiliary: bool = False
     shift: float = 0.0
@@ -88,11 +118,30 @@ class RankingSignals:
     signals: dict[int, Signals]
 
 
-def spelled_symbol(qualname: str, spelled: str) -> str:
-    """The part of `qualname` ("HTTPException.__init__") that `spelled` (a squashed query) names:
-    the function itself or the type that owns it, whose methods stand for it (classes are not
-    results of their own); "" when none."""
-    return next((part for part in reversed(qualname.split(".")) if squashed(part) == spelled), "")
+# Separators of a qualified name as people type it in any language: `Rails::Engine`,
+# `self->field`, `App\\Http\\Kernel`, `client.Session`.
+QUALIFIER = re.compile(r"::|->|\\|\.")
+
+
+def spelled_parts(query: str) -> tuple[str, ...]:
+    """The squashed parts of a symbol query ("Rails::Engine" -> ("rails", "engine"), "http
+    exception" -> ("httpexception",)); () when the query is a sentence, not a name."""
+    if not 0 < len(query.split()) <= SYMBOL_QUERY_MAX_WORDS:
+        return ()
+    parts = tuple(squashed(p) for p in QUALIFIER.split(query.strip()))
+    return parts if all(parts) else (squashed(query),)
+
+
+def spelled_symbol(qualname: str, spelled: tuple[str, ...]) -> str:
+    """The definition's own name when the spelled query names it ("http exception" names
+    `HTTPException`, "Rails::Engine" names `Rails.Engine`, and `requests.Session` names
+    `Session`, whose qualified name in its file has no module part: the longest end of the
+    query that ends the qualified name counts); "" when it does not."""
+    names = qualname.split(".")
+    for length in range(min(len(spelled), len(names)), 0, -1):
+        if all(squashed(a) == b for a, b in zip(names[-length:], spelled[-length:])):
+            return names[-1]
+    return ""
 
 
 def ranking_signals(query: str, qualnames: Sequence[str], paths: Sequence[str], scale: float) -> RankingSignals:
@@ -102,17 +151,21 @@ def ranking_signals(query: str, qualnames: Sequence[str], paths: Sequence[str], 
     shift = np.zeros(n, dtype=np.float32)
     signals: dict[int, Signals] = {}
     terms = set(code_tokens(query))
-    spelled = squashed(query) if 0 < len(query.split()) <= SYMBOL_QUERY_MAX_WORDS else ""
+    spelled = spelled_parts(query)
+    exact = QUALIFIER.split(query.strip())[-1]
     keep_auxiliary = bool(terms & ASKS_FOR_AUXILIARY)
     by_path: dict[str, tuple[list[str], bool]] = {}
     for path in set(paths):
-        matched = sorted(terms & path_words(path))
+        matched = matched_path_words(terms, path_words(path))
         by_path[path] = (matched, not keep_auxiliary and is_auxiliary(path))
     for i, (qualname, path) in enumerate(zip(qualnames, paths)):
         matched, auxiliary = by_path[path]
-        defines = spelled_symbol(qualname, spelled) if spelled else ""
+        defines = spelled_symbol(qualname, spelled)
         value = min(PATH_WORD_BOOST_CAP, PATH_WORD_BOOST * len(matched))
-        value += SYMBOL_MATCH_BOOST if defines else 0.0
+        if terms and PATH_WORD_SHARE_BOOST:
+            value += PATH_WORD_SHARE_BOOST * len(matched) / len(terms)
+        if defines:
+            value += SYMBOL_MATCH_BOOST + (EXACT_SPELLING_BOOST if defines == exact else 0.0)
         value -= AUXILIARY_PATH_PENALTY if auxiliary else 0.0
         if value or defines or matched or auxiliary:
             shift[i] = value * scale
@@ -120,7 +173,8 @@ def ranking_signals(query: str, qualnames: Sequence[str], paths: Sequence[str], 
     return RankingSignals(shift, signals)
 
 
-def file_grouped(order: Sequence[int], paths: Sequence[str], top: int) -> list[int]:
+def file_grouped(order: Sequence[int], paths: Sequence[str], top: int,
+                 pinned: frozenset[int] = frozenset()) -> list[int]:
     """The first `top` of `order` with each file's best function before any file's second:
     several hits in one file then cannot crowd the list (on semble's benchmark find's top 10
     held only 3-6 distinct files), and a file's later functions follow the other files' best."""
@@ -128,7 +182,7 @@ def file_grouped(order: Sequence[int], paths: Sequence[str], top: int) -> list[i
     later: list[int] = []
     seen: set[str] = set()
     for i in order:
-        if paths[i] in seen:
+        if paths[i] in seen and i not in pinned:
             later.append(i)
         else:
             seen.add(paths[i])
@@ -136,3 +190,26 @@ def file_grouped(order: Sequence[int], paths: Sequence[str], top: int) -> list[i
             if len(firsts) == top:
                 break
     return (firsts + later)[:top]
+
+
+def file_coherence(scores: np.ndarray, paths: Sequence[str], scale: float) -> np.ndarray:
+    """A lift for each file's best unit in proportion to how much of the query's best
+    candidates its file holds: a file whose several functions all match is more likely the
+    answer to an architecture question than a file with one stray hit."""
+    shift = np.zeros_like(scores)
+    if not FILE_COHERENCE_BOOST or scores.size == 0:
+        return shift
+    pool = np.argsort(-scores, kind="stable")[:COHERENCE_POOL]
+    floor = float(scores[pool[-1]])
+    totals: dict[str, float] = {}
+    best: dict[str, int] = {}
+    for i in pool:
+        path = paths[int(i)]
+        totals[path] = totals.get(path, 0.0) + float(scores[i]) - floor
+        best.setdefault(path, int(i))
+    top_total = max(totals.values())
+    if top_total <= 0:
+        return shift
+    for path, i in best.items():
+        shift[i] = FILE_COHERENCE_BOOST * scale * totals[path] / top_total
+    return shift
