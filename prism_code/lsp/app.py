@@ -45,7 +45,6 @@ from prism_code.parse.languages import EXTENSION_LANGUAGES, language_for_path
 from prism_code.retrieval.dense import ModelUnavailable
 from prism_code.tasks.find_events import FindEvent
 from prism_code.tasks.find_strategies import MODEL_STRATEGIES
-from prism_code.tasks.hover import BUFFERS as HOVER_BUFFERS
 
 if TYPE_CHECKING:
     from prism_code.tasks.complete import CompletionResult
@@ -331,8 +330,7 @@ def did_close(ls: PrismServer, params: types.DidCloseTextDocumentParams) -> None
     # Closing without saving throws the edits away: the disk is right again.
     if (located := ls.locate(params.text_document.uri)) is not None:
         state, path = located
-        state.set_buffer(path, None, 0.0)
-        HOVER_BUFFERS.discard(path)
+        state.close_buffer(path)
 
 
 @SERVER.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
@@ -496,7 +494,9 @@ def status(ls: PrismServer, *arguments: Any) -> dict[str, Any]:
         # and predicted latencies.
         "completionModel": (ls.completion_model.choice.to_json()
                             if ls.completion_model is not None else None),
-        "hoverBuffers": HOVER_BUFFERS.stats(),
+        # Every folder's parsed buffers together; each folder's own are in its entry.
+        "hoverBuffers": {key: sum(f["hoverBuffers"][key] for f in folders)
+                         for key in ("parsed", "reparsed", "reused", "kept", "keptBytes")},
         "settings": ls.settings.to_json(),
         "workspaces": folders,
     }

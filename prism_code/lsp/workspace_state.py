@@ -42,7 +42,7 @@ from prism_code.tasks.find_events import FindListener
 from prism_code.tasks.find_function import FoundFunction, FunctionSearch
 from prism_code.tasks.find_strategies import run_find
 from prism_code.tasks.find_stream import Ranking
-from prism_code.tasks.hover import HoverNote, ModuleHover, hover_at
+from prism_code.tasks.hover import HoverNote, ModuleHover, ParsedBuffers, hover_at
 
 if TYPE_CHECKING:  # llama.cpp loads on the model thread, not at import
     from prism_code.llm.backend import ScoringBackend
@@ -118,6 +118,9 @@ class WorkspaceState:
         # the worker can read a snapshot while the event loop records the next edit.
         self._buffers: dict[str, str] = {}
         self._buffers_lock = threading.Lock()
+        # The texts hovers and the call hierarchy parsed, by workspace-relative path: this
+        # folder's own, since another folder may hold a file at the same relative path.
+        self.parsed_buffers = ParsedBuffers()
         self.state = OPENING
         self.error: str | None = None
         self.embedded = (0, 0)  # (done, total) texts with vectors
@@ -197,6 +200,11 @@ class WorkspaceState:
                 self.index.set_overlay(path, text)
         self.schedule(delay)
 
+    def close_buffer(self, path: str) -> None:
+        """The editor closed a document: its unsaved edits are gone, and so is its parse."""
+        self.set_buffer(path, None, 0.0)
+        self.parsed_buffers.discard(path)
+
     @property
     def busy(self) -> bool:
         """Whether the worker is using a core right now (the model then leaves it one)."""
@@ -273,7 +281,7 @@ class WorkspaceState:
         index = self.caught_up()
         if index is None:
             return None
-        return hover_at(index, path, line, col, text, self.notes_store(index))
+        return hover_at(index, path, line, col, text, self.notes_store(index), self.parsed_buffers)
 
     def caught_up(self) -> RepoIndex | None:
         """The index with what other processes committed read in; None before it opens."""
@@ -315,6 +323,7 @@ class WorkspaceState:
             "embeddings": {"done": done, "total": total},
             "notes": {"done": self.noted[0], "total": self.noted[1]},
             "unsavedBuffers": len(self._buffers),
+            "hoverBuffers": self.parsed_buffers.stats(),
             "index": str(index.store.path) if index is not None else None,
             "cacheDir": str(cache),
         }
