@@ -73,5 +73,8 @@ async def test_folders_with_the_same_relative_path_keep_their_own_parses(tmp_pat
         assert (right_parses["parsed"], right_parses["reparsed"], right_parses["reused"]) == (1, 0, 1)
         assert (left_parses["kept"], right_parses["kept"]) == (1, 0)
         assert status["hoverBuffers"]["parsed"] == 2 and status["hoverBuffers"]["reparsed"] == 0
+        # A file the editor no longer has open hovers as indexed.
+        assert "def volume(radius: float)" in (
+            await hover(client, right_uri, on_volume)).contents.value
     finally:
         await stop_server(client)

@@ -350,18 +350,14 @@ async def hover(ls: PrismServer, params: types.HoverParams) -> types.Hover | Non
     if located is None:
         return None
     state, path = located
-    text = ls.open_buffer(params.text_document.uri)
-    if text is None and state.index is not None:
-        # A file not open in the editor: its text as last indexed, by any process.
-        text = "\n".join(state.indexed_lines(path))
-    if text is None:
-        return None
-    lines = lsp_lines(text)
-    line, col = cursor(ls.workspace.position_codec, lines, params.position)
+    # The editor's buffer; for a file it has not open, the text as last indexed (by any
+    # process), which the workspace reads once it has caught up with the shared index.
+    text, codec = ls.open_buffer(params.text_document.uri), ls.workspace.position_codec
     # A function, class or method with its memory note, or a module with its summary.
-    found = await ls.run(lambda cancelled: state.hover(path, line, col, text))
-    if found is None:
+    answer = await ls.run(lambda cancelled: state.hover(path, text, params.position, codec))
+    if answer is None:
         return None
+    found, lines = answer
     markdown = _accepts_markdown(ls)
     return types.Hover(
         contents=types.MarkupContent(

@@ -27,12 +27,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
+from lsprotocol import types
+from pygls.workspace.position_codec import PositionCodec
 
 from prism_code.cancel import CancelCheck, Cancelled
 from prism_code.config import IndexConfig, cache_root
 from prism_code.embeddings import VectorCache
 from prism_code.index import RepoIndex
 from prism_code.lsp import heap
+from prism_code.lsp.locations import cursor, lsp_lines
 from prism_code.lsp.settings import Settings
 from prism_code.memory.notes_store import NotesStore, llm_note_texts
 from prism_code.parse import language_for_path
@@ -276,12 +279,20 @@ class WorkspaceState:
                                cancelled=cancelled, on_ranking=ranked, **options)
         return found(outcome.results)
 
-    def hover(self, path: str, line: int, col: int,
-              text: str | None) -> HoverNote | ModuleHover | None:
+    def hover(self, path: str, text: str | None, position: types.Position,
+              codec: PositionCodec) -> tuple[HoverNote | ModuleHover, list[str]] | None:
+        """What a hover at an LSP position shows, with the lines the position was read
+        against; None when there is nothing to show. `text` is the editor's buffer; None
+        (a file the editor has not open) reads the file as indexed, once caught up."""
         index = self.caught_up()
         if index is None:
             return None
-        return hover_at(index, path, line, col, text, self.notes_store(index), self.parsed_buffers)
+        if text is None:
+            text = "\n".join(index.lines.get(path, []))
+        lines = lsp_lines(text)
+        line, col = cursor(codec, lines, position)
+        found = hover_at(index, path, line, col, text, self.notes_store(index), self.parsed_buffers)
+        return None if found is None else (found, lines)
 
     def caught_up(self) -> RepoIndex | None:
         """The index with what other processes committed read in; None before it opens."""
