@@ -143,7 +143,8 @@ class NotesScheduler:
             return
         self._running, self._priority = state, self._open_paths(state)
         generation = self._generation
-        future = self._scheduler.submit_background(self._run, state, list(self._priority), generation)
+        future = self._scheduler.submit(self._run, state, list(self._priority), generation,
+                                         background=True)
         future.add_done_callback(lambda f: self._loop.call_soon_threadsafe(self._finished, state, f))
 
     def _finished(self, state: WorkspaceState, future: Future[NotesRun | _Cancelled | None]) -> None:
@@ -201,7 +202,7 @@ class NotesScheduler:
         index = state.index
         if index is None or self._yield(state, generation):
             return _Cancelled()
-        session = self._scheduler.background_session()
+        session = self._scheduler.session()
         if session is None:
             return None
         from prism_code.llm.state_cache import StateCache
