@@ -5,16 +5,14 @@ buffers, so hovering in one never reparses or forgets the other's."""
 from __future__ import annotations
 
 import asyncio
-import os
 import shutil
-import sys
 import time
 from pathlib import Path
 
 import pytest
 from lsprotocol import types
-from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
-from test_server import INDEXING_TIMEOUT_S, REPO, command, hover, open_file, position_of, stop_server
+from pytest_lsp import LanguageClient
+from test_server import INDEXING_TIMEOUT_S, command, hover, open_file, position_of, start_server, stop_server
 
 FIXTURE = Path(__file__).parent / "fixtures" / "twin_folders"
 
@@ -22,16 +20,7 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
 async def start_two_folders(roots: list[Path], cache: Path) -> LanguageClient:
-    config = ClientServerConfig(
-        server_command=[sys.executable, "-m", "prism_code.lsp"],
-        server_env={**os.environ, "PYTHONPATH": str(REPO),
-                    "PRISM_CODE_CACHE_DIR": str(cache.parent / "default-cache")})
-    lsp_client = await config.start()
-    await lsp_client.initialize_session(types.InitializeParams(
-        capabilities=client_capabilities("visual-studio-code"), root_uri=roots[0].as_uri(),
-        workspace_folders=[types.WorkspaceFolder(uri=r.as_uri(), name=r.name) for r in roots],
-        initialization_options={"cacheDir": str(cache), "completion": {"enabled": False},
-                                "notes": {"enabled": False}}))
+    lsp_client = await start_server(roots[0], cache, wait=False, folders=roots, notes={"enabled": False})
     deadline = time.monotonic() + INDEXING_TIMEOUT_S
     while time.monotonic() < deadline:
         status = await command(lsp_client, "prism.status")

@@ -27,8 +27,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from prism_code.llm.backend import BackendError
+from prism_code.lsp.index_worker import ProgressSink
 from prism_code.lsp.model_scheduler import ModelScheduler
-from prism_code.lsp.workspace_state import ProgressSink, WorkspaceState
+from prism_code.lsp.workspace_state import WorkspaceState
 
 if TYPE_CHECKING:
     from prism_code.memory.note_writer import NotesRun
