@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from prism_code.index import RepoIndex
-from prism_code.memory.accounting import Accounting
+from prism_code.llm.accounting import Accounting
 from prism_code.tasks.find_events import FindEvent
 from prism_code.tasks.find_function import FunctionSearch
 from prism_code.tasks.find_outcome import candidate_labels

@@ -206,9 +206,9 @@ class NotesScheduler:
         session = self._scheduler.session()
         if session is None:
             return None
+        from prism_code.file_order import file_order
         from prism_code.llm.state_cache import StateCache
         from prism_code.memory.cok import ModuleSummarizer, files_ready_for_summary
-        from prism_code.memory.file_order import file_order
         from prism_code.memory.note_writer import run_notes
 
         self._states[state.root] = WRITING

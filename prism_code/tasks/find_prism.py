@@ -34,9 +34,9 @@ from typing import Any, Literal, get_args
 
 from prism_code.cancel import CancelCheck, Cancelled
 from prism_code.index import RepoIndex
+from prism_code.llm.accounting import Accounting
 from prism_code.llm.backend import ScoringBackend
 from prism_code.llm.state_cache import StateCache
-from prism_code.memory.accounting import Accounting
 from prism_code.memory.code_schemas import CandidateMatch, CandidateMatches
 from prism_code.memory.deterministic_notes import notes_for
 from prism_code.memory.encoding import Encoding

@@ -53,10 +53,10 @@ import llama_cpp
 from llama_cpp.llama_grammar import LlamaGrammar
 
 from prism_code.cancel import CancelCheck, Cancelled
+from prism_code.llm.accounting import Accounting
 from prism_code.llm.backend import ScoringBackend, model_label
 from prism_code.llm.gbnf import gbnf_literal
 from prism_code.llm.runtime import LlamaSession
-from prism_code.memory.accounting import Accounting
 from prism_code.tasks.find_events import FindEvent, FindListener, Stage
 from prism_code.tasks.find_function import FoundFunction, FunctionSearch
 from prism_code.tasks.find_outcome import FindOutcome, candidate_labels
