@@ -26,10 +26,10 @@ from prism_bench.repoqa_data import Haystack, Needle
 from prism_bench.repoqa_retrieval import haystack_search, target_row
 from prism_bench.report import table
 from prism_code.index import RepoIndex
+from prism_code.llm.accounting import Accounting
 from prism_code.llm.backend import ScoringBackend
 from prism_code.llm.runtime import LlamaSession
 from prism_code.llm.state_cache import StateCache
-from prism_code.memory.accounting import Accounting
 from prism_code.memory.encoding import Encoding
 from prism_code.retrieval.dense import Embedder
 from prism_code.tasks.find_events import FindEvent

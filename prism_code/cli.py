@@ -410,8 +410,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("notes", help="function notes: the structured function memory")
     workspace(p)
-    from prism_code.memory.cli import add_arguments as add_notes_arguments
-    from prism_code.memory.cli import notes_command
+    from prism_code.cli_notes import add_arguments as add_notes_arguments
+    from prism_code.cli_notes import notes_command
 
     add_notes_arguments(p)
     remote_option(p)

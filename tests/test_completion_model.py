@@ -51,11 +51,11 @@ async def settled(chooser: CompletionModel, timeout_s: float = 10.0) -> None:
 
 async def serve(tmp_path: Path, speeds: list[MachineSpeed | Exception], monkeypatch: pytest.MonkeyPatch):
     loop = asyncio.get_running_loop()
-    scheduler = ModelScheduler(loop, ModelHost(lambda message: None), lambda: False)
+    scheduler = ModelScheduler(ModelHost(lambda message: None), lambda: False)
     chooser = CompletionModel(loop, scheduler, lambda: False, quiet_s=0.0)
     calls = measuring(monkeypatch, *speeds)
     model = chooser.configure("auto", None, 2, tmp_path / "machine-speed")
-    scheduler.configure(model, 2, 8, tmp_path / "kv-states")
+    scheduler.configure(model, 2, tmp_path / "kv-states")
     return scheduler, chooser, calls, model
 
 
@@ -95,7 +95,7 @@ async def test_a_model_named_in_the_settings_ends_the_wait_for_a_measurement(
     scheduler, chooser, calls, _ = await serve(tmp_path, [FAST], monkeypatch)
     try:
         named = chooser.configure("qwen2.5-coder-0.5b", None, 2, tmp_path / "machine-speed")
-        scheduler.configure(named, 2, 8, tmp_path / "kv-states")
+        scheduler.configure(named, 2, tmp_path / "kv-states")
         await asyncio.sleep(0.2)
         assert calls == []  # nothing left to measure
         assert chooser.choice.reason == "prism.completion.model is qwen2.5-coder-0.5b"

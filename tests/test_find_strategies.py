@@ -13,7 +13,7 @@ from prism_code.tasks.find_function import FunctionSearch
 from prism_code.tasks.find_outcome import candidate_labels
 from prism_code.tasks.find_prism import (
     STRONG_FIT,
-    Candidate,
+    CandidateText,
     _ranked,
     fit_of,
     parse_function_json,
@@ -69,7 +69,7 @@ def test_answers_are_read_tolerantly_and_never_invent_a_candidate():
 
 def test_an_answer_naming_no_candidate_keeps_retrieval_order(search):
     found = search.search(ORDER_TOTAL, top=4)
-    candidates = [Candidate(f.qualname, f, "") for f in found]
+    candidates = [CandidateText(f.qualname, f, "") for f in found]
     memory = {found[2].qualname: {"does": "adds numbers", "fit": 3}}
     chosen = parse_function_json('{"function": "compute_total"}', [c.key for c in candidates])
     ranked = _ranked(candidates, memory, chosen)

@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 
 from prism_code.index import RepoIndex
-from prism_code.memory.accounting import Accounting
+from prism_code.llm.accounting import Accounting
 from prism_code.tasks.find_events import FindEvent
 from prism_code.tasks.find_function import FunctionSearch
 from prism_code.tasks.find_outcome import candidate_labels
 from prism_code.tasks.find_strategies import run_find
 from prism_code.tasks.find_stream import Ranking
 from prism_code.tasks.find_wim import (
-    Candidate,
+    CandidateBlock,
     WimReader,
     WimRun,
     WimSettings,
@@ -97,7 +97,7 @@ def test_wim_puts_the_described_function_first_and_streams_margins(model_session
 def test_answer_naming_no_candidate_keeps_retrieval_order(search: FunctionSearch) -> None:
     found = search.search("multiply two numbers and add them to a running total", top=5)
     labels = candidate_labels(found)
-    cands = [Candidate(label, f, []) for label, f in zip(labels, found)]
+    cands = [CandidateBlock(label, f, []) for label, f in zip(labels, found)]
     retrieval_order = [f.qualname for f in found]
 
     label, _ = parse_final_answer('compute_total_price", "reason": "sums prices"}', labels)
@@ -122,7 +122,7 @@ def test_segments_cover_candidates_in_retrieval_order() -> None:
 def test_an_answer_the_likelihood_does_not_back_stays_below_retrieval_first(search: FunctionSearch) -> None:
     found = search.search(TOTAL, top=4)
     labels = candidate_labels(found)
-    cands = [Candidate(label, f, []) for label, f in zip(labels, found)]
+    cands = [CandidateBlock(label, f, []) for label, f in zip(labels, found)]
     run = WimRun(answer=labels[2], answer_reason="sums prices", held=True,
                  likelihood={labels[0]: -1.2, labels[2]: -1.25})
     ranked = rank_results(cands, run)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from prism_code.cli import main as cli_main
+from prism_code.file_order import file_order, functions_in_order
 from prism_code.fragments import function_key
 from prism_code.index import RepoIndex
 from prism_code.memory.code_schemas import FunctionNote
@@ -21,7 +22,6 @@ from prism_code.memory.deterministic_notes import (
     notes_for,
     signature_parts,
 )
-from prism_code.memory.file_order import file_order, functions_in_order
 from prism_code.memory.note_writer import NoteWriter, run_notes
 from prism_code.memory.notes_store import NotesStore, function_hash
 

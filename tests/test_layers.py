@@ -29,11 +29,12 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("graph", ("prism_code.graph", "prism_code.call_resolution", "prism_code.call_index", "prism_code.call_values",
                "prism_code.call_chain", "prism_code.call_conservative", "prism_code.js_builtins")),
     ("store", ("prism_code.workspace", "prism_code.git_files", "prism_code.safe_read", "prism_code.fragments",
-               "prism_code.relations", "prism_code.relation_update", "prism_code.store", "prism_code.index")),
+               "prism_code.relations", "prism_code.relation_update", "prism_code.store", "prism_code.index",
+               "prism_code.file_order")),
     ("retrieval, llm", ("prism_code.retrieval", "prism_code.embeddings", "prism_code.llm")),
     ("memory", ("prism_code.memory",)),
     ("tasks", ("prism_code.tasks",)),
-    ("entry points", ("prism_code.lsp", "prism_code.cli")),
+    ("entry points", ("prism_code.lsp", "prism_code.cli", "prism_code.cli_notes")),
 ]
 
 # Packages (or modules) only these modules may import from outside them, and only inside a
@@ -42,13 +43,16 @@ GUARDED: dict[str, tuple[str, ...]] = {
     "prism_code.lsp": ("prism_code.cli",),  # `prism-code serve`
     BENCH: ("prism_code.cli",),  # `prism-code bench`, from a source checkout
     "prism_code.cli": (),  # the program's entry point
+    "prism_code.cli_notes": ("prism_code.cli",),  # `prism-code notes`
 }
 
 # Imports allowed against the layer order, each with its reason. Keep this list short.
 LAYER_EXCEPTIONS: dict[tuple[str, str], str] = {}
 
 # Importing these leaves llama.cpp's library unloaded.
-WITHOUT_LLAMA = ("prism_code.llm.types", "prism_code.llm.backend", "prism_code.llm.remote", "prism_code.memory")
+WITHOUT_LLAMA = ("prism_code.llm.types", "prism_code.llm.backend", "prism_code.llm.remote",
+                 "prism_code.llm.accounting", "prism_code.llm.json_grammar", "prism_code.memory",
+                 "prism_code.file_order")
 
 
 @dataclass(frozen=True)

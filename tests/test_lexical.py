@@ -67,9 +67,9 @@ def test_matches_bm25s_lucene():
 
 
 def test_bags_reused_over_a_grown_vocabulary_score_like_a_fresh_build():
-    from prism_code.retrieval.lexical import Vocabulary
+    from prism_code.retrieval.lexical import TermNumbering
 
-    vocabulary = Vocabulary()
+    vocabulary = TermNumbering()
     bags = [vocabulary.bag(code_tokens(d)) for d in DOCS]
     before = LexicalIndex.from_bags(bags, vocabulary)
     # An edit replaces document 1; the old bags are kept, the vocabulary grows.

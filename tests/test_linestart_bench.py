@@ -23,13 +23,13 @@ def vocab():
     import llama_cpp
 
     from prism_code.llm.models import model_path
-    from prism_code.llm.vocab import Vocabulary
+    from prism_code.llm.vocab import ModelVocabulary
 
     path = model_path("qwen2.5-coder-0.5b")
     if not path.is_file():
         pytest.skip("the 0.5B model file is not installed")
     llm = llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
-    yield Vocabulary(llm, path.name)
+    yield ModelVocabulary(llm, path.name)
     llm.close()
 
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from prism_code.memory.accounting import Accounting
+from prism_code.llm.accounting import Accounting
 from prism_code.memory.encoding import Encoding, PromptBuilder
 from prism_code.memory.revisions import Revision, Target, apply
 from prism_code.memory.runner import PassSettings, StepProgress, run_pass

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import pytest
 
+from prism_code.llm.json_grammar import json_layout_grammar
 from prism_code.memory.code_schemas import FunctionNote
-from prism_code.memory.grammar import json_layout_grammar
 from prism_code.memory.revisions import (
     Applied,
     Rejected,

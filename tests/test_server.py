@@ -43,7 +43,10 @@ async def client(workspace: Path):
     assert {p.name for p in (workspace.parent / "default-cache").glob("*")} <= {"models"}
 
 
-async def start_server(root: Path, cache: Path, *, wait: bool = True, **options) -> LanguageClient:
+async def start_server(root: Path, cache: Path, *, wait: bool = True, folders: list[Path] | None = None,
+                       **options) -> LanguageClient:
+    """A server on the workspace folders (`folders`, else `root` alone), indexed unless `wait`
+    is False; `options` are its initialization options."""
     config = ClientServerConfig(
         server_command=[sys.executable, "-m", "prism_code.lsp"],
         # The default cache too is a temporary one: a test must never touch the user's.
@@ -52,7 +55,7 @@ async def start_server(root: Path, cache: Path, *, wait: bool = True, **options)
     lsp_client = await config.start()
     await lsp_client.initialize_session(types.InitializeParams(
         capabilities=client_capabilities("visual-studio-code"), root_uri=root.as_uri(),
-        workspace_folders=[types.WorkspaceFolder(uri=root.as_uri(), name=root.name)],
+        workspace_folders=[types.WorkspaceFolder(uri=r.as_uri(), name=r.name) for r in folders or [root]],
         initialization_options={"cacheDir": str(cache), "completion": {"enabled": False},
                                 **options}))
     if wait:

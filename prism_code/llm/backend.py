@@ -76,6 +76,23 @@ class CompletionBackend(Protocol):
         seed: int | None = None,
     ) -> Generation: ...
 
+    def heal(self, prompt_tokens: Sequence[int], text: str,
+             cancelled: CancelCheck | None = None) -> Generation:
+        """The one token after `prompt_tokens` whose text begins with `text` or is a beginning
+        of it (token healing): `generate(..., max_tokens=1, grammar=starts_with(text))`."""
+        ...
+
+    def prepare_heal(self) -> None:
+        """Build what `heal` needs ahead of the first keystroke (nothing for some backends)."""
+        ...
+
+    @property
+    def exact_tokens(self) -> bool:
+        """Whether a generation's tokens are the path the model took (a local model), not
+        this side's tokenization of the text a server sent back: only then can an answer
+        be followed token by token as the user types it."""
+        ...
+
     def truncate(self, n: int) -> None: ...
 
     def reset(self) -> None: ...
@@ -91,6 +108,14 @@ class ScoringBackend(CompletionBackend, Protocol):
 
     def continuation_logprobs(self, prefix: Sequence[int], continuation: Sequence[int],
                               cancelled: CancelCheck | None = None) -> Scored: ...
+
+    def next_token_scores(self, prompt: Sequence[int], candidates: Sequence[int],
+                          cancelled: CancelCheck | None = None) -> dict[int, float]:
+        """How likely each candidate token is right after `prompt`, as log-probabilities up
+        to one constant shared by all of them (only their differences mean anything). A
+        local session reads the logits it holds, so `prompt` must be what it evaluated last.
+        Raises Cancelled when `cancelled` stops it."""
+        ...
 
 
 if TYPE_CHECKING:

@@ -23,12 +23,12 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from prism_code.cancel import CancelCheck
+from prism_code.cancel import CancelCheck, Cancelled
 
 from . import prompt_logprobs
 from .json_http import JsonHttpClient, RemoteError, RequestCancelled, error_message
@@ -43,6 +43,7 @@ from .types import (
     common_prefix,
     first_stop,
 )
+from .vocab_tokens import VocabularyTokens
 
 if TYPE_CHECKING:
     from llama_cpp.llama_grammar import LlamaGrammar
@@ -103,12 +104,15 @@ class _Reply:
     raw: dict[str, Any] = field(default_factory=dict)  # the last response object, as received
 
 
-class RemoteSession:
+class RemoteSession(VocabularyTokens):
     """The `CompletionBackend` of a remote server. Calls are serialised by a lock.
 
     The KV cache lives on the server; `tokens`, `truncate` and `reset` are client-side
     bookkeeping of the last prompt sent, so callers' prefix accounting keeps working.
     """
+
+    # The server sends text back; its tokens here are this side's tokenization of it.
+    exact_tokens = False
 
     def __init__(self, settings: RemoteSettings | None = None) -> None:
         self.settings = settings or RemoteSettings()
@@ -119,9 +123,9 @@ class RemoteSession:
         # llama.cpp's library is loaded here, not when this module is imported.
         import llama_cpp
 
-        from .vocab import Vocabulary
+        from .vocab import ModelVocabulary
 
-        # Vocabulary only: tokenizing needs no weights, so loading takes ~0.3 s.
+        # The vocabulary only: tokenizing needs no weights, so loading takes ~0.3 s.
         self._vocab_llm = llama_cpp.Llama(model_path=str(self.tokenizer_path), vocab_only=True, verbose=False)
         self._format: PromptFormat = self.settings.prompt_format
         self._n_ctx = self.settings.n_ctx
@@ -129,7 +133,7 @@ class RemoteSession:
         self._model_sha256: str | None = None
         self._scoring: prompt_logprobs.Mode | None = self.settings.prompt_logprobs
         self._no_scoring: RemoteError | None = None  # the server was asked and has neither mode
-        self.vocabulary = Vocabulary(self._vocab_llm, self.tokenizer_path.name)
+        self.vocabulary = ModelVocabulary(self._vocab_llm, self.tokenizer_path.name)
         self._lock = threading.RLock()
         self.tokens: list[int] = []  # the last prompt sent; read-only for callers
         self.counters = SessionCounters()
@@ -212,25 +216,7 @@ class RemoteSession:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # --- tokens (the same rules as LlamaSession) ---------------------------------------
-
-    def tokenize_text(self, text: str, special: bool = False) -> list[int]:
-        return self.vocabulary.tokenize_text(text, special)
-
-    def special_token(self, name: str) -> int:
-        return self.vocabulary.special_token(name)
-
-    def has_special_token(self, name: str) -> bool:
-        return self.vocabulary.has_special_token(name)
-
-    def prompt_start(self) -> list[int]:
-        return self.vocabulary.prompt_start()
-
-    def chatml(self, messages: Iterable[tuple[str, str]], add_generation_prompt: bool = True) -> list[int]:
-        return self.vocabulary.chatml(messages, add_generation_prompt)
-
-    def detokenize(self, tokens: Sequence[int]) -> str:
-        return self.vocabulary.detokenize(tokens)
+    # --- tokens (the rest come from VocabularyTokens, as LlamaSession's do) ---------------
 
     def _is_control(self, token: int) -> bool:
         return self.vocabulary.is_control(token)
@@ -320,6 +306,24 @@ class RemoteSession:
         return body
 
     # --- scoring ----------------------------------------------------------------------
+
+    def heal(self, prompt_tokens: Sequence[int], text: str,
+             cancelled: CancelCheck | None = None) -> Generation:
+        from .gbnf import starts_with  # builds a llama.cpp grammar: loaded when one is needed
+
+        return self.generate(prompt_tokens, max_tokens=1, grammar=starts_with(text), cancelled=cancelled)
+
+    def prepare_heal(self) -> None:
+        """Nothing to build: the server applies the grammar."""
+
+    def next_token_scores(self, prompt: Sequence[int], candidates: Sequence[int],
+                          cancelled: CancelCheck | None = None) -> dict[int, float]:
+        """Each candidate scored as a one-token continuation of the same prompt, which the
+        server's prefix cache holds after the first."""
+        scored = {t: self.continuation_logprobs(prompt, [t], cancelled) for t in set(candidates)}
+        if any(v.cancelled for v in scored.values()):
+            raise Cancelled("cancelled")
+        return {t: v.logprobs[0] for t, v in scored.items()}
 
     def continuation_logprobs(self, prefix: Sequence[int], continuation: Sequence[int],
                               cancelled: CancelCheck | None = None) -> Scored:

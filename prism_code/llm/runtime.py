@@ -27,7 +27,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +51,8 @@ from .types import (
     common_prefix,
     first_stop,
 )
-from .vocab import Vocabulary
+from .vocab import ModelVocabulary
+from .vocab_tokens import VocabularyTokens
 
 log = logging.getLogger(__name__)
 
@@ -69,8 +70,10 @@ def json_grammar(schema: dict[str, Any]) -> LlamaGrammar:
     return LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
 
 
-class LlamaSession:
+class LlamaSession(VocabularyTokens):
     """One llama.cpp context. Not for concurrent use: calls are serialised by a lock."""
+
+    exact_tokens = True  # its generations' tokens are the ones the model sampled
 
     def __init__(
         self,
@@ -104,7 +107,7 @@ class LlamaSession:
         # after a decode; after a truncate or a restore they must be recomputed.
         self._logits_ready = False
         self._model_sha256 = model_sha256
-        self.vocabulary = Vocabulary(self._llm, self.model_path.name)
+        self.vocabulary = ModelVocabulary(self._llm, self.model_path.name)
         self._lock = threading.RLock()
         self._n_vocab: int = self._llm.n_vocab()
         # False: every token is sampled by llama.cpp over the whole vocabulary and every logit
@@ -171,24 +174,6 @@ class LlamaSession:
         self.close()
 
     # --- tokens -------------------------------------------------------------------
-
-    def tokenize_text(self, text: str, special: bool = False) -> list[int]:
-        return self.vocabulary.tokenize_text(text, special)
-
-    def special_token(self, name: str) -> int:
-        return self.vocabulary.special_token(name)
-
-    def has_special_token(self, name: str) -> bool:
-        return self.vocabulary.has_special_token(name)
-
-    def prompt_start(self) -> list[int]:
-        return self.vocabulary.prompt_start()
-
-    def chatml(self, messages: Iterable[tuple[str, str]], add_generation_prompt: bool = True) -> list[int]:
-        return self.vocabulary.chatml(messages, add_generation_prompt)
-
-    def detokenize(self, tokens: Sequence[int]) -> str:
-        return self.vocabulary.detokenize(tokens)
 
     def is_eog(self, token: int) -> bool:
         return self.vocabulary.is_eog(token)
@@ -325,6 +310,9 @@ class LlamaSession:
             return self._generate(list(prompt_tokens), 1, (), starts_with(text), 0.0, cancelled, None,
                                   candidates)
 
+    def prepare_heal(self) -> None:
+        self.heal_index()
+
     def heal_index(self) -> HealIndex:
         """The vocabulary's pieces sorted for `heal` (built on first use: ~0.3 s on a slow core)."""
         with self._lock:
@@ -453,6 +441,14 @@ class LlamaSession:
             raise RuntimeError("llama.cpp's sampler chose no token")
         chosen = array.data[array.selected]  # samplers may point `data` elsewhere
         return int(chosen.id), float(chosen.logit)
+
+    def next_token_scores(self, prompt: Sequence[int], candidates: Sequence[int],
+                          cancelled: CancelCheck | None = None) -> dict[int, float]:
+        """The logits of the last evaluated token (`prompt`'s last) for each candidate: they
+        differ from log-probabilities by one shared constant."""
+        vocab = self._llm.n_vocab()
+        logits = llama_cpp.llama_get_logits_ith(self._llm.ctx, -1)
+        return {t: float(logits[t]) for t in candidates if t < vocab}
 
     def continuation_logprobs(self, prefix: Sequence[int], continuation: Sequence[int],
                               cancelled: CancelCheck | None = None) -> Scored:

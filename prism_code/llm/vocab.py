@@ -11,8 +11,8 @@ from collections.abc import Iterable, Sequence
 import llama_cpp
 
 
-class Vocabulary:
-    """A model's vocabulary, from a loaded model or a vocab-only load of a GGUF file."""
+class ModelVocabulary:
+    """A model's tokenizer vocabulary, from a loaded model or a vocab-only load of a GGUF file."""
 
     def __init__(self, llm: llama_cpp.Llama, name: str) -> None:
         self._llm = llm

@@ -4,7 +4,8 @@ Handlers only translate: URIs to workspace paths, LSP positions to lines and col
 library results and errors to LSP ones. Work that may take a while (search, hover,
 stopping workers) runs on a small thread pool so the event loop keeps reading messages,
 which is what lets `$/cancelRequest` arrive while a search runs. Completions, model find and
-the notes pass run on the one model thread that model_scheduler schedules.
+the notes pass run on the one model thread that model_scheduler schedules (completions
+through completion_service).
 """
 
 from __future__ import annotations
@@ -33,10 +34,11 @@ from prism_code.lsp import call_hierarchy, commands, completion_items, heap, std
 from prism_code.lsp.bridge import FIND_PROGRESS, NOTES_PROGRESS, ClientBridge, ClientLogHandler
 from prism_code.lsp.completion_debounce import CompletionRequest
 from prism_code.lsp.completion_model import CompletionModel
+from prism_code.lsp.completion_service import CompletionService, last_code_position
 from prism_code.lsp.find_updates import FindUpdates
 from prism_code.lsp.locations import cursor, lsp_lines, span_range, uri_path
 from prism_code.lsp.model_host import ModelHost
-from prism_code.lsp.model_scheduler import ModelScheduler, last_code_position
+from prism_code.lsp.model_scheduler import ModelScheduler
 from prism_code.lsp.notes_pass import NotesScheduler
 from prism_code.lsp.protocol import CheckedProtocol
 from prism_code.lsp.settings import Settings, parse_settings
@@ -45,7 +47,6 @@ from prism_code.parse.languages import EXTENSION_LANGUAGES, language_for_path
 from prism_code.retrieval.dense import ModelUnavailable
 from prism_code.tasks.find_events import FindEvent
 from prism_code.tasks.find_strategies import MODEL_STRATEGIES
-from prism_code.tasks.hover import BUFFERS as HOVER_BUFFERS
 
 if TYPE_CHECKING:
     from prism_code.tasks.complete import CompletionResult
@@ -71,6 +72,7 @@ class PrismServer(LanguageServer):
         self.states: dict[Path, WorkspaceState] = {}
         self.bridge: ClientBridge | None = None
         self.models: ModelScheduler | None = None
+        self.completions: CompletionService | None = None
         self.notes: NotesScheduler | None = None
         self.completion_model: CompletionModel | None = None
         self.pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="prism-request")
@@ -120,8 +122,9 @@ class PrismServer(LanguageServer):
             else:
                 model = self.completion_model.configure(settings.completion_model, settings.model_path,
                                                         settings.threads, cache / "machine-speed")
-            self.models.configure(model, settings.threads, settings.completion_max_lines,
-                                  cache / "kv-states", settings.remote_url)
+            self.models.configure(model, settings.threads, cache / "kv-states", settings.remote_url)
+        if self.completions is not None:
+            self.completions.configure(settings.completion_max_lines)
         if self.notes is not None:
             self.notes.configure(settings.notes_enabled, list(self.states.values()))
 
@@ -151,7 +154,7 @@ class PrismServer(LanguageServer):
 
     def completion_document(self, uri: str) -> tuple[WorkspaceState, str, str] | None:
         """(workspace, path, buffer text) of a document completions serve; None when off."""
-        if not self.settings.completion_enabled or self.models is None:
+        if not self.settings.completion_enabled or self.completions is None:
             return None
         located, text = self.locate(uri), self.open_buffer(uri)
         if located is None or text is None or language_for_path(located[1]) is None:
@@ -163,14 +166,14 @@ class PrismServer(LanguageServer):
         """The completion at a position (None: nothing to offer) and the cursor line's text
         before the cursor; None when completions do not serve this document."""
         document = self.completion_document(uri)
-        if document is None or self.models is None:
+        if document is None or self.completions is None:
             return None
         state, path, text = document
         lines = lsp_lines(text)
         line, col = cursor(self.workspace.position_codec, lines, position)
         request = CompletionRequest(uri, state, path, text, line, col + 1)
         with self.protocol.cancellable() as flag:
-            result = await self.models.complete(request, flag)
+            result = await self.completions.complete(request, flag)
         if result is not None and not result.completion.strip():
             result = None
         return result, lines[line - 1][:col]
@@ -208,7 +211,8 @@ call_hierarchy.register(SERVER)
 def initialize(ls: PrismServer, params: types.InitializeParams) -> None:
     bridge = ls.bridge = ClientBridge(ls, asyncio.get_running_loop())
     host = ModelHost(lambda message: bridge.show(types.MessageType.Error, message))
-    ls.models = ModelScheduler(asyncio.get_running_loop(), host, ls.index_busy)
+    ls.models = ModelScheduler(host, ls.index_busy)
+    ls.completions = CompletionService(asyncio.get_running_loop(), ls.models, ls.index_busy)
     ls.completion_model = CompletionModel(asyncio.get_running_loop(), ls.models, ls.index_busy)
     ls.notes = NotesScheduler(asyncio.get_running_loop(), ls.models,
                               lambda title: bridge.progress(title, NOTES_PROGRESS), ls.open_paths)
@@ -254,7 +258,9 @@ async def shutdown(ls: PrismServer, params: None) -> None:
         ls.notes.close()
     if ls.completion_model is not None:
         ls.completion_model.close()
-    if ls.models is not None:
+    if ls.completions is not None:
+        await ls.completions.aclose()  # its last checkpoint, then the model thread's end
+    elif ls.models is not None:
         await ls.models.aclose()
     states = list(ls.states.values())
 
@@ -302,10 +308,10 @@ def did_open(ls: PrismServer, params: types.DidOpenTextDocumentParams) -> None:
         state.set_buffer(path, params.text_document.text, EDIT_DEBOUNCE_S)
         if ls.notes is not None:
             ls.notes.request(state, opened=path)  # its functions are noted first
-    if ls.models is not None and (document := ls.completion_document(uri)) is not None:
+    if ls.completions is not None and (document := ls.completion_document(uri)) is not None:
         # The first completion in a file should not pay for loading the model and its context.
         state, path, text = document
-        ls.models.warm_when_idle(CompletionRequest(uri, state, path, text,
+        ls.completions.warm_when_idle(CompletionRequest(uri, state, path, text,
                                                    *last_code_position(text)))
 
 
@@ -326,13 +332,12 @@ def did_save(ls: PrismServer, params: types.DidSaveTextDocumentParams) -> None:
 
 @SERVER.feature(types.TEXT_DOCUMENT_DID_CLOSE)
 def did_close(ls: PrismServer, params: types.DidCloseTextDocumentParams) -> None:
-    if ls.models is not None:
-        ls.models.forget(params.text_document.uri)
+    if ls.completions is not None:
+        ls.completions.forget(params.text_document.uri)
     # Closing without saving throws the edits away: the disk is right again.
     if (located := ls.locate(params.text_document.uri)) is not None:
         state, path = located
-        state.set_buffer(path, None, 0.0)
-        HOVER_BUFFERS.discard(path)
+        state.close_buffer(path)
 
 
 @SERVER.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
@@ -352,18 +357,14 @@ async def hover(ls: PrismServer, params: types.HoverParams) -> types.Hover | Non
     if located is None:
         return None
     state, path = located
-    text = ls.open_buffer(params.text_document.uri)
-    if text is None and state.index is not None:
-        # A file not open in the editor: its text as last indexed, by any process.
-        text = "\n".join(state.indexed_lines(path))
-    if text is None:
-        return None
-    lines = lsp_lines(text)
-    line, col = cursor(ls.workspace.position_codec, lines, params.position)
+    # The editor's buffer; for a file it has not open, the text as last indexed (by any
+    # process), which the workspace reads once it has caught up with the shared index.
+    text, codec = ls.open_buffer(params.text_document.uri), ls.workspace.position_codec
     # A function, class or method with its memory note, or a module with its summary.
-    found = await ls.run(lambda cancelled: state.hover(path, line, col, text))
-    if found is None:
+    answer = await ls.run(lambda cancelled: state.hover(path, text, params.position, codec))
+    if answer is None:
         return None
+    found, lines = answer
     markdown = _accepts_markdown(ls)
     return types.Hover(
         contents=types.MarkupContent(
@@ -458,7 +459,7 @@ async def find_with_model(ls: PrismServer, args: commands.FindArgs,
             return found[:args.top]
 
         try:
-            return await asyncio.wrap_future(ls.models.submit_editor(job))
+            return await asyncio.wrap_future(models.submit(lambda: job(models.session())))
         except Cancelled as exc:
             raise JsonRpcRequestCancelled(str(exc)) from None
         except ValueError as exc:
@@ -492,11 +493,14 @@ def status(ls: PrismServer, *arguments: Any) -> dict[str, Any]:
         "cacheDir": folders[0]["cacheDir"] if folders else None,
         "modelPath": ls.settings.to_json()["modelPath"],
         **(ls.models.status() if ls.models is not None else {}),
+        **(ls.completions.status() if ls.completions is not None else {}),
         # Which model completes (notes and find share it) and why: auto's measured speeds
         # and predicted latencies.
         "completionModel": (ls.completion_model.choice.to_json()
                             if ls.completion_model is not None else None),
-        "hoverBuffers": HOVER_BUFFERS.stats(),
+        # Every folder's parsed buffers together; each folder's own are in its entry.
+        "hoverBuffers": {key: sum(f["hoverBuffers"][key] for f in folders)
+                         for key in ("parsed", "reparsed", "reused", "kept", "keptBytes")},
         "settings": ls.settings.to_json(),
         "workspaces": folders,
     }
@@ -506,7 +510,7 @@ def status(ls: PrismServer, *arguments: Any) -> dict[str, Any]:
 def completion_context(ls: PrismServer, *arguments: Any) -> dict[str, Any]:
     """The fragments of other files the last suggestion in a document was written from."""
     uri = commands.context_args(arguments)
-    used = ls.models.context.of(uri) if ls.models is not None else None
+    used = ls.completions.context.of(uri) if ls.completions is not None else None
     return commands.context_json(used, ls.workspace.position_codec, ls.indexed_line)
 
 

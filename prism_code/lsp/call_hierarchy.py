@@ -21,6 +21,7 @@ from prism_code.index import RepoIndex
 from prism_code.lsp.locations import cursor, lines_range, lsp_lines, path_uri, span_range
 from prism_code.tasks import call_hierarchy
 from prism_code.tasks.call_hierarchy import CallGroup, CallTarget
+from prism_code.tasks.hover import ParsedBuffers
 
 if TYPE_CHECKING:
     from prism_code.lsp.workspace_state import WorkspaceState
@@ -175,10 +176,11 @@ def register(server: LanguageServer) -> None:
 
 
 async def _at_cursor(ls: PrismServer, uri: str, position: types.Position,
-                     query: Callable[[RepoIndex, str, int, int, str | None], T]
+                     query: Callable[[RepoIndex, str, int, int, str | None, ParsedBuffers], T]
                      ) -> tuple[WorkspaceState, T] | None:
-    """`query(index, path, line, col, buffer)` at an LSP position, on the request pool; None
-    outside every workspace or before its index opens. The buffer is the editor's, if open."""
+    """`query(index, path, line, col, buffer, parsed)` at an LSP position, on the request
+    pool; None outside every workspace or before its index opens. The buffer is the editor's,
+    if open; `parsed` is the workspace's cache of parsed buffers, which hovers share."""
     located = ls.locate(uri)
     if located is None:
         return None
@@ -189,7 +191,7 @@ async def _at_cursor(ls: PrismServer, uri: str, position: types.Position,
 
     def run(cancelled: Callable[[], bool]) -> T | None:
         index = state.caught_up()
-        return None if index is None else query(index, path, line, col, text)
+        return None if index is None else query(index, path, line, col, text, state.parsed_buffers)
 
     answer = await ls.run(run)
     return None if answer is None else (state, answer)

@@ -5,7 +5,7 @@ stops at its next token (or prefill batch) through its `cancelled` callback. Ide
 requests (VS Code asks for a list item and for ghost text at the same place) share one
 request and its answer. A request waits out an adaptive debounce (half the typical
 completion latency, within 150-400 ms) before the model starts, so a burst of keystrokes
-costs one generation. The model work itself is scheduled by lsp/model_scheduler.py.
+costs one generation. The model work itself is scheduled by lsp/completion_service.py.
 """
 
 from __future__ import annotations

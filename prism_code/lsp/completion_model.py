@@ -107,7 +107,7 @@ class CompletionModel:
         if idle < self._quiet_s or self._index_busy() or self._scheduler.model_wanted():
             self._retry(plan)
             return
-        job = self._scheduler.submit_model_work(self._measure, plan)
+        job = self._scheduler.submit(self._measure, plan)
         job.add_done_callback(lambda done: self._measured(done, plan))
 
     def _measured(self, job: Future[bool], plan: _Plan) -> None:

@@ -1,16 +1,10 @@
-"""All work on the one local model, scheduled so that typing stays cheap.
+"""The one model thread: every job that touches the model, editor work first.
 
 One model thread runs everything that touches the model (loading, warm-ups, completions,
-model find, checkpoints, the notes pass): a llama.cpp context does one thing at a time, and
-the event loop must stay free for hover and find. Completion requests go through
-lsp/completion_debounce.py (one live request per document, superseding, adaptive debounce)
-unless the user typed what the last suggestion begins with: that answer is read off the
-suggestion at once (tasks/typed_through.py), before any debounce.
-
-The KV cache holds one prompt, so warm-ups only run where a completion is about to be
-asked for: while a request on a new line waits out its debounce, and for a document just
-opened once nothing else is going on. When the model has been idle a few seconds its KV
-state is saved to a state file, so a restarted server starts warm.
+model find, checkpoints, the notes pass, the completion model's measurement): a llama.cpp
+context does one thing at a time, and the event loop must stay free for hover and find.
+What completions do on it is lsp/completion_service.py's business; this module only keeps
+the queue, the session and the clock of the editor's last use.
 
 Background work (the function-notes pass) runs on the same thread between editor jobs
 and lets go of the model as soon as an editor job is queued (`model_wanted`).
@@ -22,32 +16,19 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from prism_code.llm.backend import BackendError
 from prism_code.llm.cpu_load import CpuMeter
-from prism_code.lsp.completion_context import ContextLog
-from prism_code.lsp.completion_debounce import CompletionDebounce, CompletionRequest, PendingCompletion
-from prism_code.lsp.completion_stats import CompletionStats
 from prism_code.lsp.model_host import ModelHost
-from prism_code.lsp.workspace_state import WorkspaceState
 
-if TYPE_CHECKING:  # the completion library loads llama.cpp: only the model thread imports it
+if TYPE_CHECKING:  # llama.cpp loads on the model thread, not at import
     from prism_code.llm.backend import ScoringBackend
-    from prism_code.tasks.complete import Completer, CompletionResult, CompletionSettings
 
 log = logging.getLogger(__name__)
 
-# The model's KV state is saved this long after its last job.
-IDLE_CHECKPOINT_S = 3.0
-# A document just opened is warmed after this quiet time (retried while the index is busy).
-OPEN_WARM_DELAY_S = 1.0
-# The library's 256-token floor leaves small files without a state file, yet restoring
-# 64 tokens (~1 MB) takes milliseconds where evaluating them takes 0.3 s or more.
-MIN_STATE_TOKENS = 64
 SHUTDOWN_TIMEOUT_S = 10.0
 
 
@@ -55,95 +36,37 @@ class ModelScheduler:
     """The model thread: editor work (completions, warm-ups, model find) first, background
     work (the notes pass) when the editor leaves the model alone."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, host: ModelHost,
-                 index_busy: Callable[[], bool]) -> None:
-        self._loop = loop
+    def __init__(self, host: ModelHost, index_busy: Callable[[], bool]) -> None:
         self.host = host
         self._index_busy = index_busy
         self._cpu = CpuMeter()  # read on the model thread only
         self._model = ThreadPoolExecutor(max_workers=1, thread_name_prefix="prism-model")
-        self.requests = CompletionDebounce(loop)
-        self.stats = CompletionStats()
-        self.context = ContextLog()  # what each document's last suggestion was written from
-        self._place: tuple[str, int] | None = None  # (uri, line) of the latest request
-        self._last_request = 0.0  # monotonic
-        self._opened: CompletionRequest | None = None  # the document waiting for a warm-up
-        self._checkpoint_timer: asyncio.TimerHandle | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._closing = False
-        # Editor jobs queued for the model thread and not started yet (see _submit).
+        self.closing = False
+        # Editor jobs queued for the model thread and not started yet (see submit).
         self._waiting = 0
         self._waiting_lock = threading.Lock()
+        self.last_request = 0.0  # monotonic time of the editor's latest completion request
         self._last_job_end = 0.0  # monotonic end of the latest editor job on the model thread
-        # Read by the model thread; replaced whole by configure().
-        self._max_lines = 8
         self._state_dir: Path | None = None
-        self._settings: CompletionSettings | None = None
-        self._completers: dict[Path, Completer] = {}
-        self._last_completer: Completer | None = None
 
-    def configure(self, model: str | None, threads: int, max_lines: int, state_dir: Path,
+    def configure(self, model: str | None, threads: int, state_dir: Path,
                   remote: str | None = None) -> None:
         """`remote`: the engine every model job goes to (the local model is then never loaded)."""
         self.host.configure(model, threads)
         self.host.set_remote(remote)
-        self._max_lines, self._state_dir, self._settings = max_lines, state_dir, None
+        self._state_dir = state_dir
 
-    # ---- requests (event loop) -----------------------------------------------------------
+    @property
+    def state_dir(self) -> Path | None:
+        """Where KV state files go (completions, PRISM find, the notes pass)."""
+        return self._state_dir
 
-    async def complete(self, request: CompletionRequest,
-                       flag: threading.Event) -> CompletionResult | None:
-        """The completion at `request`; None when superseded, cancelled or unavailable."""
-        if self._closing:
-            return None
-        self.stats.requests += 1
-        self._last_request = time.monotonic()
-        job, new = self.requests.enter(request, flag)
-        if new:
-            self._warm_new_line(request)
-            self._spawn(self._run(job))
-        # Shielded: one asker's cancel must not take the answer from the others.
-        return await asyncio.shield(job.answer)
-
-    def preload(self) -> None:
-        """Load the model now, so the first completion does not wait for it."""
-        self._submit(self._preload)
-
-    def warm_when_idle(self, request: CompletionRequest) -> None:
-        """Warm up for a document just opened, unless a completion request gets there first."""
-        self._opened = request
-        opened = time.monotonic()
-
-        def start() -> None:
-            if self._closing or self._opened is not request or self._last_request > opened:
-                return
-            if self._index_busy():
-                self._loop.call_later(OPEN_WARM_DELAY_S, start)
-                return
-            self._opened = None
-            self._submit(self._warm, request,
-                               lambda: self._closing or self._last_request > opened)
-
-        self._loop.call_later(OPEN_WARM_DELAY_S, start)
-
-    def forget(self, uri: str) -> None:
-        """A closed document: stop its work and drop its text."""
-        self.requests.forget(uri)
-        self.context.forget(uri)
-        if self._opened is not None and self._opened.uri == uri:
-            self._opened = None
-
-    def _warm_new_line(self, request: CompletionRequest) -> None:
-        place = (request.uri, request.line)
-        if place == self._place:
-            return
-        self._place = place
-        # The lines above the cursor are what every keystroke on this line reuses: evaluate
-        # them while the debounce runs, and give up if the cursor moves on first.
-        self._submit(self._warm, request, lambda: self._closing or self._place != place)
-
-    def _submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
-        """Queue editor work on the model thread; background work yields while any waits."""
+    def submit(self, fn: Callable[..., Any], *args: Any, background: bool = False) -> Future[Any]:
+        """Run `fn(*args)` on the model thread. Editor work makes background work yield while
+        it waits; background work (`background=True`) polls model_wanted() and returns once
+        it is true. Neither opens the model: `fn` asks for session() if it needs one."""
+        if background:
+            return self._model.submit(fn, *args)
         with self._waiting_lock:
             self._waiting += 1
 
@@ -156,185 +79,55 @@ class ModelScheduler:
                 self._last_job_end = time.monotonic()
         return self._model.submit(job)
 
-    def submit_editor(self, fn: Callable[[ScoringBackend | None], Any]) -> Future[Any]:
-        """Run `fn(session)` on the model thread as editor work: background work yields to it."""
-        return self._submit(lambda: fn(self._completer_session()))
+    def preload(self) -> None:
+        """Load the model now, so the first job does not wait for it."""
+        self.submit(self._preload)
 
-    def submit_model_work(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
-        """Run `fn(*args)` on the model thread ahead of background work, without opening the
-        model: `fn` handles the host itself (the completion model's measurement)."""
-        return self._submit(fn, *args)
-
-    # ---- background work on the model (the notes pass) ------------------------------------
+    def editor_request(self) -> None:
+        """The editor asked for a completion: background work waits for a quiet moment."""
+        self.last_request = time.monotonic()
 
     @property
     def last_activity(self) -> float:
         """When the editor last used the model: its latest completion request or the end of
         its latest job, whichever is later (monotonic; 0: never)."""
-        return max(self._last_request, self._last_job_end)
-
-    @property
-    def state_dir(self) -> Path | None:
-        return self._state_dir
+        return max(self.last_request, self._last_job_end)
 
     def model_wanted(self) -> bool:
         """Whether the editor needs the model now: background work must let go of it."""
-        return self._closing or self._waiting > 0
-
-    def submit_background(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
-        """Run `fn` on the model thread; it polls model_wanted() and returns when it is true."""
-        return self._model.submit(fn, *args)
-
-    def background_session(self) -> ScoringBackend | None:
-        """The shared model for background work (model thread only); None while unavailable."""
-        return self._completer_session()
-
-    def _spawn(self, coroutine: Coroutine[Any, Any, None]) -> None:
-        task = self._loop.create_task(coroutine)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def _run(self, job: PendingCompletion) -> None:
-        result = None
-        try:
-            # Typing into the suggestion needs no model: answered before any debounce.
-            result = await asyncio.wrap_future(self._submit(self._follow, job))
-            if result is None and await self.requests.settled(job):
-                result = await asyncio.wrap_future(self._submit(self._generate, job))
-        except BackendError as exc:  # the remote engine: nothing for this keystroke, and a status
-            self.host.remote_failed(exc, "completion")
-        except Exception:  # a failed completion is an empty one, never a crash
-            log.exception("completion in %s failed", job.request.path)
-        finally:
-            if not job.answer.done():
-                job.answer.set_result(result)
-            if result is not None:
-                self.host.remote_answered()
-                self.stats.observe(result)
-                self.requests.observe(result)
-                self.context.observe(job.request.uri, job.request.workspace.root, result)
-            elif job.cancelled():
-                self.stats.cancelled += 1
-            self._schedule_checkpoint()
-
-    def _schedule_checkpoint(self) -> None:
-        if self._checkpoint_timer is not None:
-            self._checkpoint_timer.cancel()
-        self._checkpoint_timer = self._loop.call_later(IDLE_CHECKPOINT_S,
-                                                       self._checkpoint_when_idle)
-
-    def _checkpoint_when_idle(self) -> None:
-        if self._closing:
-            return
-        if time.monotonic() - self._last_request < IDLE_CHECKPOINT_S:
-            self._schedule_checkpoint()
-            return
-        self._submit(self._checkpoint)
+        return self.closing or self._waiting > 0
 
     # ---- the model thread ----------------------------------------------------------------
 
-    def _completer_session(self) -> ScoringBackend | None:
+    def session(self) -> ScoringBackend | None:
+        """The shared model (model thread only), with threads for how busy the cores are;
+        None while it is unavailable."""
         # The indexer is part of this process, so the meter does not see its core.
         busy = self._cpu.others_busy() + (1.0 if self._index_busy() else 0.0)
         return self.host.session(busy)
 
     def _preload(self) -> None:
         try:
-            self._completer_session()
+            self.session()
         except Exception:  # the first request tries again and reports it
             log.exception("loading the completion model failed")
 
-    def _completer(self, workspace: WorkspaceState) -> Completer | None:
-        index = workspace.index
-        session = self._completer_session()
-        if index is None or session is None:
-            return None
-        from prism_code.llm.state_cache import StateCache
-        from prism_code.tasks.complete import Completer, CompletionSettings
-
-        if self._settings is None:
-            self._settings = CompletionSettings(max_lines=self._max_lines,
-                                                min_state_tokens=MIN_STATE_TOKENS)
-        completer = self._completers.get(workspace.root)
-        if (completer is None or completer.index is not index or completer.session is not session
-                or completer.settings is not self._settings
-                or completer.state_cache is None or completer.state_cache.root != self._state_dir):
-            completer = Completer(index, session, self._settings, StateCache(self._state_dir))
-            self._completers[workspace.root] = completer
-        self._last_completer = completer
-        return completer
-
-    def _follow(self, job: PendingCompletion) -> CompletionResult | None:
-        """The answer read off the workspace's last suggestion, or None (no model is loaded for this)."""
-        r = job.request
-        completer = self._completers.get(r.workspace.root)
-        if (job.cancelled() or completer is None or completer.index is not r.workspace.index
-                or completer.session is not self.host.current):
-            return None
-        return completer.follow(r.path, r.text, r.line, r.col)
-
-    def _generate(self, job: PendingCompletion) -> CompletionResult | None:
-        completer = None if job.cancelled() else self._completer(job.request.workspace)
-        if completer is None:
-            return None
-        r = job.request
-        result = completer.complete(r.path, r.text, r.line, r.col, cancelled=job.cancelled)
-        # A generation stopped early is a fragment of an answer nobody waits for any more.
-        return None if job.cancelled() else result
-
-    def _warm(self, request: CompletionRequest, cancelled: Callable[[], bool]) -> None:
-        try:
-            completer = None if cancelled() else self._completer(request.workspace)
-            if completer is not None:
-                encoded = completer.warm(request.path, request.text, request.line, request.col,
-                                         cancelled)
-                log.debug("warmed %s:%d (%d tokens evaluated)", request.path, request.line, encoded)
-        except Exception:  # a warm-up is an optimisation: its failure is logged only
-            log.exception("warming up for %s failed", request.path)
-        try:
-            self._loop.call_soon_threadsafe(self._schedule_checkpoint)
-        except RuntimeError:  # the loop closed: the server is exiting
-            pass
-
-    def _checkpoint(self) -> None:
-        completer = self._last_completer
-        if completer is None or completer.session is not self.host.current:
-            return  # its model was closed (another modelPath): nothing of it to save
-        try:
-            if completer.checkpoint():
-                log.debug("saved the KV state of %s", completer.index.root.name)
-        except Exception:  # a full disk costs the next start time, nothing else
-            log.exception("saving the KV state failed")
-
-    def _final(self) -> None:
-        self._checkpoint()
-        self.host.close()
-
     # ---- lifecycle and status -------------------------------------------------------------
 
-    async def aclose(self) -> None:
-        """Stop taking work, save the KV state for the next start and free the model."""
-        self._closing = True
-        self.requests.supersede_all()
-        if self._checkpoint_timer is not None:
-            self._checkpoint_timer.cancel()
+    async def aclose(self, last: Callable[[], None] | None = None) -> None:
+        """Stop taking work, run `last` (the completions' final checkpoint) and free the model."""
+        self.closing = True
+
+        def final() -> None:
+            if last is not None:
+                last()
+            self.host.close()
         try:
-            await asyncio.wait_for(asyncio.wrap_future(self._submit(self._final)),
-                                   SHUTDOWN_TIMEOUT_S)
+            await asyncio.wait_for(asyncio.wrap_future(self.submit(final)), SHUTDOWN_TIMEOUT_S)
         except TimeoutError:  # asyncio.TimeoutError is TimeoutError since Python 3.11
             log.warning("the model did not stop within %.0f s", SHUTDOWN_TIMEOUT_S)
         finally:
             self._model.shutdown(wait=False, cancel_futures=True)
 
     def status(self) -> dict[str, Any]:
-        return {"model": self.host.status(),
-                "completion": {**self.stats.to_json(), **self.context.status(),
-                               "debounceMs": round(self.requests.debounce.delay * 1000)}}
-
-
-def last_code_position(text: str) -> tuple[int, int]:
-    """(1-based line, 1-based column) at the end of the last non-blank line: where a file just
-    opened is most likely to be continued."""
-    lines = text.split("\n")
-    row = next((i for i in range(len(lines) - 1, -1, -1) if lines[i].strip()), 0)
-    return row + 1, len(lines[row]) + 1
+        return {"model": self.host.status()}

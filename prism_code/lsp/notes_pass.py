@@ -27,8 +27,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from prism_code.llm.backend import BackendError
+from prism_code.lsp.index_worker import ProgressSink
 from prism_code.lsp.model_scheduler import ModelScheduler
-from prism_code.lsp.workspace_state import ProgressSink, WorkspaceState
+from prism_code.lsp.workspace_state import WorkspaceState
 
 if TYPE_CHECKING:
     from prism_code.memory.note_writer import NotesRun
@@ -143,7 +144,8 @@ class NotesScheduler:
             return
         self._running, self._priority = state, self._open_paths(state)
         generation = self._generation
-        future = self._scheduler.submit_background(self._run, state, list(self._priority), generation)
+        future = self._scheduler.submit(self._run, state, list(self._priority), generation,
+                                         background=True)
         future.add_done_callback(lambda f: self._loop.call_soon_threadsafe(self._finished, state, f))
 
     def _finished(self, state: WorkspaceState, future: Future[NotesRun | _Cancelled | None]) -> None:
@@ -201,12 +203,12 @@ class NotesScheduler:
         index = state.index
         if index is None or self._yield(state, generation):
             return _Cancelled()
-        session = self._scheduler.background_session()
+        session = self._scheduler.session()
         if session is None:
             return None
+        from prism_code.file_order import file_order
         from prism_code.llm.state_cache import StateCache
         from prism_code.memory.cok import ModuleSummarizer, files_ready_for_summary
-        from prism_code.memory.file_order import file_order
         from prism_code.memory.note_writer import run_notes
 
         self._states[state.root] = WRITING

@@ -19,13 +19,13 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from prism_code.cancel import CancelCheck
+from prism_code.file_order import file_order
 from prism_code.index import RepoIndex
+from prism_code.llm.accounting import Accounting
 from prism_code.llm.backend import model_label
-from prism_code.memory.accounting import Accounting
+from prism_code.llm.json_grammar import json_layout_grammar
 from prism_code.memory.code_schemas import FunctionNote, ModuleSummary
 from prism_code.memory.deterministic_notes import DETERMINISTIC, LLM, STUB, NoteSource, notes_for
-from prism_code.memory.file_order import file_order
-from prism_code.memory.grammar import json_layout_grammar
 from prism_code.memory.notes_store import NotesStore
 from prism_code.memory.revisions import (
     Rejected,

@@ -35,14 +35,14 @@ from textwrap import dedent
 from typing import TYPE_CHECKING, Any
 
 from prism_code.cancel import CancelCheck
+from prism_code.file_order import functions_in_order
 from prism_code.fragments import Fragment
 from prism_code.index import RepoIndex
+from prism_code.llm.accounting import Accounting
 from prism_code.llm.backend import keeps_kv_state, model_label
 from prism_code.llm.types import Generation
-from prism_code.memory.accounting import Accounting
 from prism_code.memory.code_schemas import FunctionMemory, FunctionNote
 from prism_code.memory.deterministic_notes import FIELDS, deterministic_note, is_stub
-from prism_code.memory.file_order import functions_in_order
 from prism_code.memory.notes_store import NotesStore, function_hash
 from prism_code.memory.revisions import Applied, Revision, apply
 from prism_code.memory.schema import format_path, schema_source

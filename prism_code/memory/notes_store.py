@@ -176,3 +176,11 @@ def llm_note_texts(index: RepoIndex, store: NotesStore | None = None) -> dict[st
         if entry is not None and entry.hash == function_hash(index, fragment):
             out[fragment.key] = entry.note.text()
     return out
+
+
+def count_notes(index: RepoIndex, store: NotesStore) -> tuple[int, int]:
+    """(functions whose model note matches their current text, all functions)."""
+    stored = store.hashes()
+    functions = index.functions()
+    done = sum(1 for f in functions if stored.get((f.path, f.qualname)) == function_hash(index, f))
+    return done, len(functions)

@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from prism_code.cancel import CancelCheck
+from prism_code.llm.accounting import Accounting
 from prism_code.llm.backend import keeps_kv_state
+from prism_code.llm.json_grammar import json_layout_grammar
 from prism_code.llm.state_cache import StateCache
 from prism_code.llm.types import PrefillStats, common_prefix
-from prism_code.memory.accounting import Accounting
 from prism_code.memory.encoding import Encoding, PromptBuilder
-from prism_code.memory.grammar import json_layout_grammar
 from prism_code.memory.revisions import (
     OPS,
     Rejected,

@@ -32,8 +32,8 @@ class TermBag:
     length: int
 
 
-class Vocabulary:
-    """Token -> term id, only ever growing, so bags made for one index stay valid for
+class TermNumbering:
+    """BM25's term numbering: token -> term id, only ever growing, so bags made for one index stay valid for
     the next: after an edit only the changed documents are turned into bags again."""
 
     def __init__(self) -> None:
@@ -56,7 +56,7 @@ class Vocabulary:
 @dataclass(frozen=True, eq=False)
 class LexicalIndex:
     # Token -> column; may hold tokens added after this index was built (a shared
-    # Vocabulary grows), which `scores` ignores.
+    # TermNumbering grows), which `scores` ignores.
     vocab: dict[str, int]
     # (n_docs, n_vocab) precomputed per-(doc, term) BM25 weights; CSC so a query
     # reads one contiguous column of postings per term.
@@ -64,11 +64,11 @@ class LexicalIndex:
 
     @classmethod
     def build(cls, token_lists: Sequence[list[str]], k1: float = K1, b: float = B) -> LexicalIndex:
-        vocabulary = Vocabulary()
+        vocabulary = TermNumbering()
         return cls.from_bags([vocabulary.bag(t) for t in token_lists], vocabulary, k1, b)
 
     @classmethod
-    def from_bags(cls, bags: Sequence[TermBag], vocabulary: Vocabulary,
+    def from_bags(cls, bags: Sequence[TermBag], vocabulary: TermNumbering,
                   k1: float = K1, b: float = B) -> LexicalIndex:
         n_docs, n_vocab = len(bags), len(vocabulary)
         doc_lens = np.fromiter((bag.length for bag in bags), dtype=np.int64, count=n_docs)

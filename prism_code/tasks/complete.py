@@ -19,10 +19,8 @@ from typing import Any
 
 from prism_code.cancel import CancelCheck
 from prism_code.index import RepoIndex
-from prism_code.llm.backend import CompletionBackend
-from prism_code.llm.gbnf import starts_with
-from prism_code.llm.runtime import LlamaSession
-from prism_code.llm.state_cache import KVStateSession, StateCache
+from prism_code.llm.backend import CompletionBackend, keeps_kv_state
+from prism_code.llm.state_cache import StateCache
 from prism_code.llm.types import Generation, GenerationStats, common_prefix
 from prism_code.retrieval.windows import RetrievedWindow, WindowRetriever
 from prism_code.tasks.fim import (
@@ -99,7 +97,7 @@ class Completer:
         self._prepared: tuple[tuple[str, str, int, int], _Shape, FimPrompt] | None = None
         # A remote server's tokens are this side's tokenization of its text, not the path
         # the model took, so only a local session's answers can be followed.
-        self._exact_tokens = isinstance(session, LlamaSession)
+        self._exact_tokens = session.exact_tokens
         # A keystroke's prompt repeats the last one's lines, suffix and windows: their tokens are kept.
         self._tokens = TokenCache(session)
         # The last retrieval: its query is whole lines, so typing in a line asks it again.
@@ -141,7 +139,7 @@ class Completer:
     def _restore(self, prompt: FimPrompt) -> int:
         """Load a saved state when it covers more of the prompt than the live cache does."""
         # A state cache comes with a local session only (a remote server keeps its own cache).
-        if self.state_cache is None or not isinstance(self.session, KVStateSession):
+        if self.state_cache is None or not keeps_kv_state(self.session):
             return 0
         if common_prefix(self.session.tokens, prompt.tokens) >= prompt.line_start:
             return 0
@@ -174,15 +172,13 @@ class Completer:
 
     def _heal(self, tokens: list[int], text: str, cancelled: CancelCheck | None) -> Generation:
         """One token that begins with `text` or is a beginning of it (token healing)."""
-        if isinstance(self.session, LlamaSession):  # the same token, the grammar asked about few
-            return self.session.heal(tokens, text, cancelled)
-        return self.session.generate(tokens, max_tokens=1, grammar=starts_with(text), cancelled=cancelled)
+        return self.session.heal(tokens, text, cancelled)
 
     def checkpoint(self) -> bool:
         """Save the KV state up to the cursor's line of the last request (idle time, exit)."""
         prompt = self._last_prompt
         n = prompt.line_start if prompt else 0
-        if (self.state_cache is None or not isinstance(self.session, KVStateSession) or prompt is None
+        if (self.state_cache is None or not keeps_kv_state(self.session) or prompt is None
                 or n < self.settings.min_state_tokens or common_prefix(self.session.tokens, prompt.tokens[:n]) < n):
             return False
         return self.state_cache.save_prefix(self.session, n) is not None
@@ -197,8 +193,8 @@ class Completer:
         prompt = self._prompt(path, prefix, suffix, self._retrieve(path, prefix))
         self._restore(prompt)
         encoded = self.session.prefill(prompt.tokens, cancelled=cancelled).encoded
-        if isinstance(self.session, LlamaSession) and not (cancelled is not None and cancelled()):
-            self.session.heal_index()  # built once, here rather than at the first keystroke
+        if not (cancelled is not None and cancelled()):
+            self.session.prepare_heal()  # built once, here rather than at the first keystroke
         return encoded
 
     def follow(self, path: str, text: str, line: int, col: int) -> CompletionResult | None:

@@ -24,7 +24,7 @@ from prism_code.relations import related_matrix
 from prism_code.retrieval.dense import Embedder, cosine_scores
 from prism_code.retrieval.fragrel import relation_aware_scores
 from prism_code.retrieval.fusion import SECTION_COMPONENTS, fuse, fusion_weights, reciprocal_rank_fusion
-from prism_code.retrieval.lexical import LexicalIndex, TermBag, Vocabulary
+from prism_code.retrieval.lexical import LexicalIndex, TermBag, TermNumbering
 from prism_code.retrieval.markup import plain_text
 from prism_code.retrieval.query_sections import split_sections
 from prism_code.retrieval.tokenize import code_tokens, query_tokens
@@ -95,10 +95,10 @@ class FunctionCorpus:
     tokens: list[list[str]]
     bags: list[TermBag]
     lexical: LexicalIndex
-    vocabulary: Vocabulary
+    vocabulary: TermNumbering
     name_bags: list[TermBag]
     names: LexicalIndex  # BM25 over `name_field`, with its own vocabulary
-    name_vocabulary: Vocabulary
+    name_vocabulary: TermNumbering
 
     def __init__(self, index: RepoIndex | IndexSnapshot, previous: FunctionCorpus | None = None) -> None:
         self.generation = index.generation
@@ -119,8 +119,8 @@ class FunctionCorpus:
         else:
             reuse = None if previous is None or previous.vocabulary_outgrown() else previous
             known = {} if reuse is None else reuse._by_key()
-            self.vocabulary = Vocabulary() if reuse is None else reuse.vocabulary
-            self.name_vocabulary = Vocabulary() if reuse is None else reuse.name_vocabulary
+            self.vocabulary = TermNumbering() if reuse is None else reuse.vocabulary
+            self.name_vocabulary = TermNumbering() if reuse is None else reuse.name_vocabulary
             self.definitions, self.cards, self.tokens, self.bags, self.name_bags = [], [], [], [], []
             callees: dict[str, dict[str, list[str]]] = {}  # path -> caller -> names, for changed files only
             for f, text in zip(self.fragments, self.code):

@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from prism_code.cancel import CancelCheck, Cancelled
+from prism_code.file_order import functions_in_order
 from prism_code.fragments import Fragment
 from prism_code.index import RepoIndex
+from prism_code.llm.accounting import Accounting
 from prism_code.llm.backend import CompletionBackend, model_label
-from prism_code.memory.accounting import Accounting
-from prism_code.memory.file_order import functions_in_order
 from prism_code.tasks.find_events import FindEvent, FindListener, Stage
 from prism_code.tasks.find_function import FoundFunction, FunctionSearch
 from prism_code.tasks.find_outcome import FindOutcome, answer_grammar, candidate_labels, parse_function_json

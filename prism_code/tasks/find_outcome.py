@@ -13,13 +13,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from prism_code.memory.grammar import json_layout_grammar
+from prism_code.llm.json_grammar import json_layout_grammar
 from prism_code.tasks.find_function import FoundFunction
 
 if TYPE_CHECKING:
     from llama_cpp.llama_grammar import LlamaGrammar
 
-    from prism_code.memory.accounting import Accounting
+    from prism_code.llm.accounting import Accounting
 
 
 @dataclass

@@ -34,9 +34,9 @@ from typing import Any, Literal, get_args
 
 from prism_code.cancel import CancelCheck, Cancelled
 from prism_code.index import RepoIndex
+from prism_code.llm.accounting import Accounting
 from prism_code.llm.backend import ScoringBackend
 from prism_code.llm.state_cache import StateCache
-from prism_code.memory.accounting import Accounting
 from prism_code.memory.code_schemas import CandidateMatch, CandidateMatches
 from prism_code.memory.deterministic_notes import notes_for
 from prism_code.memory.encoding import Encoding
@@ -87,7 +87,9 @@ LONG_QUERY_BODIES = 3  # #16: the most bodies that fit 2,000 prompt tokens a Rep
 
 
 @dataclass(frozen=True)
-class Candidate:
+class CandidateText:
+    """One of retrieval's results as the PRISM pass shows it to the model: a name and a text."""
+
     key: str  # the name the model sees and writes (qualname; path-qualified when ambiguous)
     found: FoundFunction
     text: str  # what the model is shown for it
@@ -318,18 +320,18 @@ def _checked(settings: PrismSettings, overrides: dict[str, Any]) -> PrismSetting
 
 
 def _candidates(search: FunctionSearch, pool: list[FoundFunction], keys: list[str], settings: PrismSettings,
-                store: NotesStore | None) -> list[Candidate]:
+                store: NotesStore | None) -> list[CandidateText]:
     own_store = store is None
     store = store or NotesStore.for_index(search.index)
     try:
-        return [Candidate(k, f, candidate_text(search.index, f, k, settings.view, store, settings.max_body_lines))
+        return [CandidateText(k, f, candidate_text(search.index, f, k, settings.view, store, settings.max_body_lines))
                 for k, f in zip(keys, pool)]
     finally:
         if own_store:
             store.close()
 
 
-def _note(query: _Query, noted: list[Candidate], chunk: int, state_cache: StateCache | None,
+def _note(query: _Query, noted: list[CandidateText], chunk: int, state_cache: StateCache | None,
           steps_before: int) -> PassResult:
     """The PRISM pass over `noted`, `chunk` candidates per step; its figures go into the query's stats."""
     groups = [noted[i:i + chunk] for i in range(0, len(noted), chunk)]
@@ -391,7 +393,7 @@ def _by_memory(query: _Query, passed: PassResult, keys: list[str], names: list[s
     return None
 
 
-def _by_likelihood(query: _Query, index: RepoIndex, candidates: list[Candidate], n: int) -> str | None:
+def _by_likelihood(query: _Query, index: RepoIndex, candidates: list[CandidateText], n: int) -> str | None:
     """The key to move above retrieval's first by the description's likelihood (over the
     first `n` candidates), else None."""
     settings = query.settings
@@ -428,7 +430,7 @@ def _by_likelihood(query: _Query, index: RepoIndex, candidates: list[Candidate],
     return chosen
 
 
-def _signature_pmis(query: _Query, index: RepoIndex, candidates: list[Candidate], n: int) -> list[float]:
+def _signature_pmis(query: _Query, index: RepoIndex, candidates: list[CandidateText], n: int) -> list[float]:
     """The description's PMI with the signatures of the first `n` candidates, each one's
     provisional ranking streamed as it is scored (margin: the signature rule's)."""
     scored = candidates[:n]
@@ -450,7 +452,7 @@ def _signature_pmis(query: _Query, index: RepoIndex, candidates: list[Candidate]
     return [pmis[i] for i in range(len(scored))]
 
 
-def _by_signature(query: _Query, index: RepoIndex, candidates: list[Candidate], n: int) -> str | None:
+def _by_signature(query: _Query, index: RepoIndex, candidates: list[CandidateText], n: int) -> str | None:
     """The key to move above retrieval's first by the sentence's PMI with the signatures of the
     first `n` candidates, else None."""
     scored = candidates[:n]
@@ -467,7 +469,7 @@ LIKELIHOOD_LABEL = "description log-prob {score:.2f}/token"
 SIGNATURE_LABEL = "signature PMI {score:+.2f}/token"
 
 
-def _provisional(candidates: list[Candidate], scores: dict[int, float], margin: float,
+def _provisional(candidates: list[CandidateText], scores: dict[int, float], margin: float,
                  label: str = LIKELIHOOD_LABEL) -> list[FoundFunction]:
     """The order the model's scores give so far (candidate index -> score; retrieval's first
     is scored first): the final rule (one candidate moves above retrieval's first on a clear
@@ -486,10 +488,10 @@ def _provisional(candidates: list[Candidate], scores: dict[int, float], margin: 
     return out
 
 
-def _ranked(candidates: list[Candidate], memory: dict[str, Any], chosen: str | None,
+def _ranked(candidates: list[CandidateText], memory: dict[str, Any], chosen: str | None,
             likelihood: dict[str, float] | None = None, noted: set[str] | None = None,
             signature_pmi: dict[str, float] | None = None) -> list[FoundFunction]:
-    def with_reason(c: Candidate, rank: int, reason: str) -> FoundFunction:
+    def with_reason(c: CandidateText, rank: int, reason: str) -> FoundFunction:
         f = c.found
         return FoundFunction(f.name, f.qualname, f.path, f.start_line, f.end_line, f.score,
                              f"{reason}; retrieval rank {rank}")

@@ -49,14 +49,12 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-import llama_cpp
 from llama_cpp.llama_grammar import LlamaGrammar
 
 from prism_code.cancel import CancelCheck, Cancelled
+from prism_code.llm.accounting import Accounting
 from prism_code.llm.backend import ScoringBackend, model_label
 from prism_code.llm.gbnf import gbnf_literal
-from prism_code.llm.runtime import LlamaSession
-from prism_code.memory.accounting import Accounting
 from prism_code.tasks.find_events import FindEvent, FindListener, Stage
 from prism_code.tasks.find_function import FoundFunction, FunctionSearch
 from prism_code.tasks.find_outcome import FindOutcome, candidate_labels
@@ -110,7 +108,9 @@ class WimSettings:
 
 
 @dataclass(frozen=True)
-class Candidate:
+class CandidateBlock:
+    """One of retrieval's results as WiM's context holds it: a name and a block of tokens."""
+
     label: str  # the name the model sees and writes: qualname, path-qualified when ambiguous
     found: FoundFunction
     tokens: list[int]  # the block the context shows for it
@@ -200,7 +200,7 @@ def parse_final_answer(text: str, labels: Sequence[str]) -> tuple[str | None, st
     return _parse_named(ANSWER_OPEN, text, "function", "reason", labels)
 
 
-def read_so_far(candidates: Sequence[Candidate], run: WimRun, read: int) -> list[FoundFunction]:
+def read_so_far(candidates: Sequence[CandidateBlock], run: WimRun, read: int) -> list[FoundFunction]:
     """The ranking after the first `read` candidates' margins: rank_results', with the
     candidates no margin has covered yet still showing retrieval's reason."""
     covered = {c.found.key for c in candidates[:read]}
@@ -208,7 +208,7 @@ def read_so_far(candidates: Sequence[Candidate], run: WimRun, read: int) -> list
     return [r if r.key in covered else retrieval[r.key] for r in rank_results(candidates, run)]
 
 
-def rank_results(candidates: Sequence[Candidate], run: WimRun) -> list[FoundFunction]:
+def rank_results(candidates: Sequence[CandidateBlock], run: WimRun) -> list[FoundFunction]:
     """All candidates: the answer first, then those relevant margins named, then retrieval order.
 
     Without an answer naming a real candidate this is retrieval's order (only margin-named
@@ -246,7 +246,7 @@ def rank_results(candidates: Sequence[Candidate], run: WimRun) -> list[FoundFunc
 class WimReader:
     """Holds one query's prompt pieces and runs the WiM steps on a session."""
 
-    def __init__(self, session: ScoringBackend, description: str, candidates: list[Candidate],
+    def __init__(self, session: ScoringBackend, description: str, candidates: list[CandidateBlock],
                  settings: WimSettings, accounting: Accounting, cancelled: CancelCheck | None = None) -> None:
         self.session = session
         self.candidates = candidates
@@ -270,7 +270,7 @@ class WimReader:
         if self.cancelled is not None and self.cancelled():
             raise Cancelled("find cancelled")
 
-    def read_segment(self, segment: int, members: Sequence[Candidate]) -> Margin:
+    def read_segment(self, segment: int, members: Sequence[CandidateBlock]) -> Margin:
         """Prefill one segment after the previous ones, decode its margin, then drop I_A + margin."""
         self._check()
         s = self.session
@@ -313,16 +313,9 @@ class WimReader:
         s = self.session
         true_ids = _first_tokens(s, (" true", "true"))
         false_ids = _first_tokens(s, (" false", "false"))
-        if not isinstance(s, LlamaSession):
-            scored = {t: s.continuation_logprobs(prompt, [t], self.cancelled) for t in {*true_ids, *false_ids}}
-            if any(v.cancelled for v in scored.values()):
-                raise Cancelled("find cancelled")
-            best = {t: v.logprobs[0] for t, v in scored.items()}
-            return 1.0 / (1.0 + math.exp(max(best[t] for t in false_ids) - max(best[t] for t in true_ids)))
-        vocab = s.llama.n_vocab()
-        logits = llama_cpp.llama_get_logits_ith(s.llama.ctx, -1)
-        best_true = max(logits[i] for i in true_ids if i < vocab)
-        best_false = max(logits[i] for i in false_ids if i < vocab)
+        scores = s.next_token_scores(prompt, [*true_ids, *false_ids], self.cancelled)
+        best_true = max(scores[t] for t in true_ids if t in scores)
+        best_false = max(scores[t] for t in false_ids if t in scores)
         return 1.0 / (1.0 + math.exp(best_false - best_true))
 
     def answer(self, margins: Sequence[Margin]) -> tuple[str | None, str]:
@@ -359,7 +352,7 @@ def _first_tokens(session: ScoringBackend, spellings: Sequence[str]) -> list[int
 
 
 def build_candidates(session: ScoringBackend, search: FunctionSearch, found: Sequence[FoundFunction],
-                     settings: WimSettings) -> list[Candidate]:
+                     settings: WimSettings) -> list[CandidateBlock]:
     index = search.index
     labels = candidate_labels(found)
     out = []
@@ -370,11 +363,11 @@ def build_candidates(session: ScoringBackend, search: FunctionSearch, found: Seq
         if len(body) > settings.function_tokens:
             body = session.tokenize_text(session.detokenize(body[: settings.function_tokens]).rstrip() + "\n    ...")
         head = session.tokenize_text(f"\n### {label}  ({f.path})\n```python\n")
-        out.append(Candidate(label, f, head + body + session.tokenize_text("\n```\n")))
+        out.append(CandidateBlock(label, f, head + body + session.tokenize_text("\n```\n")))
     return out
 
 
-def _check_answer(session: ScoringBackend, search: FunctionSearch, cands: Sequence[Candidate], run: WimRun,
+def _check_answer(session: ScoringBackend, search: FunctionSearch, cands: Sequence[CandidateBlock], run: WimRun,
                   description: str, settings: WimSettings, accounting: Accounting,
                   cancelled: CancelCheck | None) -> None:
     """Hold the answer below retrieval's first unless the description's likelihood backs it.

@@ -17,7 +17,9 @@ load llama.cpp (what they share with the runtime is in prism_code.llm.types).
 
 Parsing and extracting a 5 MB buffer takes ~3 s, so the parsed text is kept
 (`ParsedBuffers`): hovers on an unchanged buffer parse it once, and an edited buffer is
-reparsed incrementally from its previous tree.
+reparsed incrementally from its previous tree. The caller owns the cache, one per workspace
+(paths are workspace-relative: two folders may both hold `src/main.py`); without one a
+call parses the text for itself.
 """
 
 from __future__ import annotations
@@ -162,7 +164,7 @@ def hover_at(index: RepoIndex, path: str, line: int, col: int, text: str | None 
     method with its memory note, else the module an import names (or, on line 1, this file).
 
     `store` is the workspace's notes (NotesStore); None opens the index's own for the call.
-    `buffers` keeps the parsed text between hovers; None uses the process's (BUFFERS).
+    `buffers` keeps the parsed text between hovers (the workspace's); None parses afresh.
     """
     symbol = symbol_at(index, path, line, col, text, buffers)
     if symbol is not None:
@@ -346,10 +348,6 @@ class ParsedBuffers:
             self._texts.popitem(last=False)
 
 
-# The process's parsed buffers, for hovers not given their own.
-BUFFERS = ParsedBuffers()
-
-
 def _edit(tree: tree_sitter.Tree, old: bytes, new: bytes) -> None:
     """Tell `tree` (of `old`) that `new` differs from it in one span: after the common
     prefix and before the common suffix."""
@@ -418,7 +416,7 @@ def _parsed_buffer(index: RepoIndex, path: str, line: int, col: int, text: str |
     if text is None:
         text = "\n".join(index.lines.get(path, []))
     language = language_for_source(path, text.encode("utf-8")) or language  # a C++ .h is cpp, as indexed
-    parsed = (buffers if buffers is not None else BUFFERS).get(path, language, text)
+    parsed = (buffers if buffers is not None else ParsedBuffers()).get(path, language, text)
     if not 1 <= line <= len(parsed.lines) or col < 0:
         return None
     return _Buffer(parsed, _identifier_at(parsed.tree, parsed.lines, line, col))

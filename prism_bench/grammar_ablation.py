@@ -1,11 +1,14 @@
-"""PRISM's encoding ablation (paper Table 3) on a real repository with the local model.
+"""How well a PRISM pass's revisions survive validation under a typed grammar, a generic
+one, or none, on a real repository with the local model.
 
 Runs the same RepoQA-style pass (find a function from its description; memory
-`CandidateFunctions`) over the same chunks four ways: in-place or amendments, with or
-without update operations, each from a cold KV cache, and prints the Table 3 columns.
+`CandidateFunctions`) over the same chunks each way, from a cold KV cache, and prints what
+the model proposed, what was applied and rejected, and what decoding cost.
 
-    python -m prism_code.memory.ablation PATH [--chunks 6] [--chunk-tokens 500] [--query TEXT]
-    python -m prism_code.memory.ablation PATH --grammars   # typed vs generic vs no grammar
+    python -m prism_bench.grammar_ablation PATH [--chunks 6] [--chunk-tokens 500] [--query TEXT]
+
+The encoding ablation (paper Table 3: in-place or amendments, with or without updates) is
+`prism-code bench repoqa --strategy prism --ablation N` (prism_bench/repoqa_strategies.py).
 """
 
 from __future__ import annotations
@@ -18,10 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from prism_code.file_order import functions_in_order
 from prism_code.index import RepoIndex
 from prism_code.memory.code_schemas import CandidateFunctions, FunctionNote
 from prism_code.memory.encoding import Encoding
-from prism_code.memory.file_order import functions_in_order
 from prism_code.memory.revisions import Target
 from prism_code.memory.runner import PassSettings, run_pass
 from prism_code.memory.schema import format_path
@@ -73,24 +76,6 @@ def chunk_targets(chunks: list[Chunk]) -> Callable[[int, str], list[Target]]:
     return targets
 
 
-def ablation(session: LlamaSession, index: RepoIndex, query: str = DEFAULT_QUERY, n_chunks: int = 6,
-             chunk_tokens: int = 500, max_tokens: int = 160) -> list[dict[str, Any]]:
-    chunks = chunks_of(session, index, n_chunks, chunk_tokens)
-    rows = []
-    for encoding in (Encoding.IN_PLACE, Encoding.AMENDMENTS):
-        for allow_updates in (True, False):
-            session.reset()
-            settings = PassSettings(encoding=encoding, allow_updates=allow_updates, max_revisions=3,
-                                    max_tokens=max_tokens)
-            result = run_pass(session, TASK, query, CandidateFunctions, [c.text for c in chunks], settings,
-                              targets=chunk_targets(chunks))
-            rows.append({"variant": encoding.value + ("" if allow_updates else " w/o updates"),
-                         "chunks": len(chunks), "applied": result.applied, "rejected": len(result.rejected),
-                         "memory_entries": len(result.memory.get("candidate_functions", {})),
-                         **result.accounting.as_row()})
-    return rows
-
-
 def grammar_comparison(session: LlamaSession, index: RepoIndex, query: str = DEFAULT_QUERY, n_chunks: int = 6,
                        chunk_tokens: int = 500, max_tokens: int = 160) -> list[dict[str, Any]]:
     """How well the model's revisions survive validation: typed grammar, generic grammar, none."""
@@ -123,15 +108,13 @@ def _table(rows: list[dict[str, Any]], columns: list[str]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m prism_code.memory.ablation", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m prism_bench.grammar_ablation", description=__doc__)
     parser.add_argument("path", type=Path)
     parser.add_argument("--chunks", type=int, default=6)
     parser.add_argument("--chunk-tokens", type=int, default=500)
     parser.add_argument("--query", default=DEFAULT_QUERY)
     parser.add_argument("--model", default="qwen2.5-coder-0.5b")
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--grammars", action="store_true",
-                        help="compare typed, generic and no grammar instead of the encodings")
     args = parser.parse_args(argv)
     from prism_code.llm.runtime import LlamaSession
 
@@ -140,18 +123,12 @@ def main(argv: list[str] | None = None) -> int:
         session = LlamaSession.open(args.model, n_threads=args.threads)
         try:
             index.update()
-            if args.grammars:
-                rows = grammar_comparison(session, index, args.query, args.chunks, args.chunk_tokens)
-                columns = ["variant", "proposed", "applied", "rejected", "parse_errors", "decoded", "decode_s",
-                           "tok_per_s"]
-            else:
-                rows = ablation(session, index, args.query, args.chunks, args.chunk_tokens)
-                columns = ["variant", "cache_hit_pct", "total_tokens", "net_tokens", "decoded", "cost_index",
-                           "applied", "rejected", "memory_entries", "seconds"]
+            rows = grammar_comparison(session, index, args.query, args.chunks, args.chunk_tokens)
         finally:
             session.close()
             index.close()
-    print(_table(rows, columns))
+    print(_table(rows, ["variant", "proposed", "applied", "rejected", "parse_errors", "decoded",
+                        "decode_s", "tok_per_s"]))
     return 0
 
 
