@@ -66,6 +66,9 @@ MODES: dict[str, Mode] = {
     "off: no repository markers": replace(_OFF, layout=FimLayout(repo_markers=False)),
     "off: the floor's budgets": replace(_OFF, budget=FimBudget(
         prefix_tokens=1500, prefix_lines=80, suffix_tokens=400, suffix_lines=24, align_head=False)),
+    # The stop rule: a first line repeating the nearest line above or below is refused.
+    "off: repeats refused": replace(_OFF, reject_repeats=True),
+    "product: repeats refused": replace(_PRODUCT, reject_repeats=True),
 }
 DEFAULT_MODES = (PRODUCT, PRODUCT_OFF, PLAIN, PEER)
 
