@@ -55,6 +55,6 @@ def mode_key(settings: CompletionSettings | Baseline) -> str:
     """What identifies a mode's results in the cache: its settings, not its display name.
 
     A setting added later with its default is left out, so outcomes kept before it existed
-    stay valid (FimLayout.hold_indent, issue #28).
+    stay valid (FimLayout.hold_indent and CompletionSettings.reject_repeats, issue #28).
     """
-    return repr(settings).replace(", hold_indent=True", "")
+    return repr(settings).replace(", hold_indent=True", "").replace(", reject_repeats=False", "")

@@ -30,6 +30,7 @@ from prism_bench.linestart_data import (
     default_cache_dir,
     load_set,
     materialise,
+    project_root,
     python_files,
     set_digest,
     split_of,
@@ -41,7 +42,7 @@ from prism_code.index import RepoIndex
 from prism_code.llm import LlamaSession
 from prism_code.progress import StageBars
 from prism_code.tasks.complete import Completer, CompletionSettings
-from prism_code.tasks.fim import FimBudget, FimLayout, split_at_cursor
+from prism_code.tasks.fim import FimBudget, FimLayout, neighbour_lines, split_at_cursor
 
 PRODUCT = "product"
 PRODUCT_OFF = "product-noretrieval"
@@ -66,8 +67,15 @@ MODES: dict[str, Mode] = {
     "off: no repository markers": replace(_OFF, layout=FimLayout(repo_markers=False)),
     "off: the floor's budgets": replace(_OFF, budget=FimBudget(
         prefix_tokens=1500, prefix_lines=80, suffix_tokens=400, suffix_lines=24, align_head=False)),
+    # The stop rule: a first line repeating the nearest line above or below is refused.
+    "off: repeats refused": replace(_OFF, reject_repeats=True),
+    "product: repeats refused": replace(_PRODUCT, reject_repeats=True),
 }
 DEFAULT_MODES = (PRODUCT, PRODUCT_OFF, PLAIN, PEER)
+# A mode that only refuses repeated lines answers as its base wherever the base's first line
+# repeats no neighbour (greedy decoding of the same prompt): those answers are copied, and
+# the model runs only where the rule fires.
+DERIVED = {"off: repeats refused": PRODUCT_OFF, "product: repeats refused": PRODUCT}
 
 
 @dataclass(frozen=True)
@@ -121,6 +129,10 @@ def run(model: str, modes: Sequence[str], split: str = "tune", limit: int | None
     result = LinestartResult(model, split, tasks)
     files = {mode: _results_file(cache, model, mode) for mode in modes}
     result.outcomes = {mode: load_outcomes(files[mode], Outcome) for mode in modes}
+    for mode in modes:
+        if mode in DERIVED:
+            _copy_unrepeated(tasks, result.outcomes[mode], files[mode],
+                             load_outcomes(_results_file(cache, model, DERIVED[mode]), Outcome))
     pending = [(t, m) for m in modes for t in tasks if t.task_id not in result.outcomes[m]]
     if not compute:
         missing = {t.task_id for t, _ in pending}
@@ -149,6 +161,22 @@ def run(model: str, modes: Sequence[str], split: str = "tune", limit: int | None
         bars.close()
         session.close()
     return result
+
+
+def _copy_unrepeated(tasks: Sequence[LinestartTask], known: dict[str, Outcome], file: Path,
+                     base: dict[str, Outcome]) -> None:
+    """Copy the base mode's outcome to a repeat-refusing mode wherever the rule would not fire."""
+    roots = {p.package: project_root(p) for p in PROJECTS}
+    for task in tasks:
+        said = base.get(task.task_id)
+        if task.task_id in known or said is None:
+            continue
+        if task.kind == "indent":
+            neighbours = neighbour_lines(*split_at_cursor(task.blanked(roots[task.project]), task.line, task.col))
+            if said.completion.strip() in neighbours:
+                continue  # the rule fires: the model runs
+        known[task.task_id] = said
+        append_outcome(file, said)
 
 
 class _Project:

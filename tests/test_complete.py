@@ -97,3 +97,35 @@ def test_the_fast_path_writes_what_the_plain_path_writes(index, model_session):
         model_session.set_threads(2)
     assert fast == plain
     assert fast_evaluated < plain_evaluated  # tokens typed as the model wrote them are not evaluated again
+
+
+def test_a_new_line_gets_a_whole_statement_at_its_indentation(model_session, tmp_path):
+    # Issue #28: right after Enter the cursor sits at the new line's indentation with nothing
+    # typed. The suggestion is inserted there, so it must start with code (no indentation of
+    # its own), be one whole statement, and leave the file valid Python.
+    import ast
+    import shutil
+    from pathlib import Path
+
+    from prism_code.index import RepoIndex
+
+    root = tmp_path / "shop"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "linestart" / "shop", root)
+    path = "cart.py"
+    lines = (root / path).read_text().split("\n")
+    number = lines.index("        self.prices.pop(sku, None)") + 1  # in Cart.remove, after lines.pop
+    indent = "        "
+    text = "\n".join([*lines[:number - 1], indent, *lines[number:]])
+    idx = RepoIndex(root, cache_dir=tmp_path / "cache")
+    idx.update()
+    try:
+        model_session.reset()
+        answer = Completer(idx, model_session).complete(path, text, number, len(indent) + 1)
+    finally:
+        idx.close()
+    said = answer.completion
+    assert said and not said[0].isspace() and "\n" not in said
+    assert len(ast.parse(said).body) == 1  # one whole statement
+    filled = "\n".join([*lines[:number - 1], indent + said, *lines[number:]])
+    ast.parse(filled)  # at the indentation of the block it belongs to
+    assert said != lines[number - 2].strip()  # not the line above written again

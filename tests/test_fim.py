@@ -10,6 +10,7 @@ from prism_code.tasks.fim import (
     TokenCache,
     build_prompt,
     finish_completion,
+    neighbour_lines,
     split_at_cursor,
     wants_block,
 )
@@ -50,6 +51,32 @@ def test_indentation_the_model_writes_is_not_inserted_twice():
     assert finish_completion("\n    total = 0\n    for v in vs:", "", 4, held_indent="    ") == (
         "total = 0\n    for v in vs:")  # later lines keep their own indentation
     assert finish_completion("    return x", "\n", 1) == "    return x"  # prompt ended at the cursor
+
+
+def test_the_neighbours_of_a_line_start_are_the_nearest_non_blank_lines():
+    prefix, suffix = split_at_cursor("def f(x):\n    y = g(x)\n\n    \n\n    return y\n", 4, 5)
+    assert neighbour_lines(prefix, suffix) == ["y = g(x)", "return y"]
+    assert neighbour_lines("    ", "\n") == []  # a file's only line
+    assert neighbour_lines("x = 1\n", "\nx = 1") == ["x = 1"]  # once
+
+
+@pytest.mark.model
+def test_a_line_start_can_be_refused_the_lines_around_it(model_session):
+    # The grammar a refused repeat is written again under: the first line, after its
+    # indentation, may not begin with a neighbour; everything else stays possible.
+    from prism_code.llm.gbnf import line_not_starting_with
+
+    prefix = "def pairs(items):\n    out = []\n    for a in items:\n        "
+    suffix = "\n    return out\n"
+    prompt = build_prompt(model_session, "demo", "demo/pairs.py", prefix, suffix, [], FimBudget())
+    stop = [*STOP_MARKERS, "\n"]
+    free = model_session.generate(prompt.tokens, max_tokens=24, stop=stop).text
+    said = finish_completion(free, suffix, 1, prompt.held_indent)
+    assert said  # some code, which the grammar then refuses
+    refused = model_session.generate(prompt.tokens, max_tokens=24, stop=stop,
+                                     grammar=line_not_starting_with([said, "return out"])).text
+    again = finish_completion(refused, suffix, 1, prompt.held_indent)
+    assert again and not again.startswith(said) and not again.startswith("return out")
 
 
 @pytest.mark.model

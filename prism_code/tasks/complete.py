@@ -20,6 +20,7 @@ from typing import Any
 from prism_code.cancel import CancelCheck
 from prism_code.index import RepoIndex
 from prism_code.llm.backend import CompletionBackend, keeps_kv_state
+from prism_code.llm.gbnf import line_not_starting_with
 from prism_code.llm.state_cache import StateCache
 from prism_code.llm.types import Generation, GenerationStats, common_prefix
 from prism_code.retrieval.windows import RetrievedWindow, WindowRetriever
@@ -31,6 +32,7 @@ from prism_code.tasks.fim import (
     TokenCache,
     build_prompt,
     finish_completion,
+    neighbour_lines,
     split_at_cursor,
     wants_block,
 )
@@ -63,6 +65,10 @@ class CompletionSettings:
     # Typing what the last suggestion begins with is answered from it, without the model
     # (typed_through.py); off, every keystroke runs the model (the benchmark's model path).
     type_through: bool = True
+    # At a line start, a first line that repeats the nearest line above or below
+    # (fim.neighbour_lines) is refused, and the model writes its best other line under a grammar
+    # that forbids it (issue #28's stop rules). Off until it wins on the line-start set.
+    reject_repeats: bool = False
 
 
 @dataclass
@@ -170,6 +176,19 @@ class Completer:
             self._suggestion = remember(prompt, [*healed, *rest.tokens], rest.stats.finish_reason, stop, max_tokens)
         return written[len(prompt.heal):] + rest.text, _merged(steps)
 
+    def _unrepeated(self, prompt: FimPrompt, shape: _Shape, text: str, stats: GenerationStats,
+                    cancelled: CancelCheck | None) -> tuple[str, GenerationStats]:
+        """`text`, or when its first line writes a neighbouring line again, the model's best line
+        that does not (the prompt is cached: only the new line is decoded)."""
+        first = finish_completion(text, shape.suffix, 1, prompt.held_indent, False).strip()
+        neighbours = neighbour_lines(shape.prefix, shape.suffix)
+        if not first or first not in neighbours:
+            return text, stats
+        again = self.session.generate(prompt.tokens, max_tokens=shape.max_tokens, stop=shape.stop,
+                                      grammar=line_not_starting_with(neighbours), cancelled=cancelled)
+        self._suggestion = None  # typing into it would run the model without the grammar
+        return again.text, _merged([stats, again.stats])
+
     def _heal(self, tokens: list[int], text: str, cancelled: CancelCheck | None) -> Generation:
         """One token that begins with `text` or is a beginning of it (token healing)."""
         return self.session.heal(tokens, text, cancelled)
@@ -228,6 +247,8 @@ class Completer:
             windows = self._retrieve(path, shape.prefix, draft=text)
             prompt = self._prompt(path, shape.prefix, shape.suffix, windows)
             text, stats = self._generate(prompt, shape.max_tokens, shape.stop, cancelled)
+        if self.settings.reject_repeats and shape.max_lines == 1 and prompt.held_indent is not None:
+            text, stats = self._unrepeated(prompt, shape, text, stats, cancelled)
         return CompletionResult(
             completion=finish_completion(text, shape.suffix, shape.max_lines, prompt.held_indent,
                                          self.settings.trim_repeated_suffix),

@@ -309,6 +309,19 @@ def _drop_held_indent(text: str, held: str) -> str:
     return "\n".join(lines)
 
 
+def neighbour_lines(prefix: str, suffix: str) -> list[str]:
+    """The nearest non-blank line above the cursor's line and below it, stripped (those there are).
+
+    At a line start a 0.5B model often writes one of them again instead of the missing line:
+    the line below when it reads the hole as empty, the line above as a repeat. Real code
+    seldom does either (bench linestart: the line is the next one in 0 and the previous one
+    in 2 of the 120 line starts).
+    """
+    above = next((ln.strip() for ln in reversed(prefix.split("\n")[:-1]) if ln.strip()), "")
+    below = next((ln.strip() for ln in suffix.split("\n")[1:] if ln.strip()), "")
+    return [ln for ln in dict.fromkeys((above, below)) if ln]
+
+
 def finish_completion(text: str, suffix: str, max_lines: int, held_indent: str | None = None,
                       trim_repeated_suffix: bool = True) -> str:
     """Cut the model's middle to what the editor should insert.
