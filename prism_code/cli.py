@@ -80,6 +80,10 @@ def cmd_index(args: argparse.Namespace) -> int:
     try:
         summary = index.update(progress=bars)
         embedded = 0 if args.no_embeddings else _embed(index, bars)
+        if args.no_embeddings:
+            from prism_code.tasks.corpus_files import save_current
+
+            save_current(index)  # with embeddings, _embed saved the corpus it built
     finally:
         bars.close()
         index.close()

@@ -92,7 +92,7 @@ class VectorCache:
     def matrix_by_keys(self, keys: Sequence[str]) -> np.ndarray | None:
         """Vectors in the order of their text keys, or None while any is still missing.
         Counted before read: while embedding is incomplete no vector is loaded at all."""
-        if self.store.embedding_count(keys, self.embedder.model_id) < len(set(keys)):
+        if not self.store.has_embeddings(keys, self.embedder.model_id):
             return None
         found = self.store.embeddings(keys, self.embedder.model_id)
         if len(found) < len(set(keys)):

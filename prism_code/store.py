@@ -512,22 +512,24 @@ class Store:
                 raise
             return {}
 
-    def embedding_count(self, hashes: Iterable[str], model: str) -> int:
-        """How many of those hashes have a stored vector (none read); 0 from a damaged database."""
+    def has_embeddings(self, hashes: Iterable[str], model: str) -> bool:
+        """Whether every one of those hashes has a stored vector; counted in chunks (no vector
+        read), stopping at the first chunk with one missing. False from a damaged database."""
         wanted = list(dict.fromkeys(hashes))
         try:
-            total = 0
             for start in range(0, len(wanted), 500):
                 chunk = wanted[start:start + 500]
                 marks = ",".join("?" * len(chunk))
-                total += self.db.execute(
+                found = self.db.execute(
                     f"SELECT COUNT(*) FROM embeddings WHERE model = ? AND hash IN ({marks})",
                     [model, *chunk]).fetchone()[0]
-            return total
+                if found < len(chunk):
+                    return False
+            return True
         except sqlite3.DatabaseError as exc:
             if not self._survive(exc):
                 raise
-            return 0
+            return False
 
     def file_text_and_definitions(self, path: str) -> tuple[list[str], list[Definition]]:
         """One file's stored lines and definitions (empty if it is not indexed)."""

@@ -46,6 +46,8 @@ def test_second_process_answers_from_the_saved_index_with_the_same_ranking(repo,
     cache = tmp_path / "cache"
     run("index", str(repo), "--no-embeddings", cache=cache)
     lexical = next(cache.rglob("index.sqlite")).parent / "lexical"
+    _, from_saved = find(repo, cache, QUERIES[0])
+    assert from_saved  # `index` saved it: the first find does not build it either
     for query in QUERIES:
         shutil.rmtree(lexical, ignore_errors=True)
         built, from_saved = find(repo, cache, query)

@@ -90,6 +90,15 @@ def save_corpus(index: RepoIndex, corpus: FunctionCorpus) -> Path | None:
         return None
 
 
+def save_current(index: RepoIndex) -> Path | None:
+    """Build and save the corpus of the index's current state, unless it is saved already
+    (`prism-code index` calls this, so the first find after it is answered at once too)."""
+    token = index.store_token
+    if token and (corpus_dir(index.store.path, token) / _MANIFEST).is_file():
+        return corpus_dir(index.store.path, token)
+    return save_corpus(index, FunctionCorpus(index.snapshot()))
+
+
 def _save(corpus: FunctionCorpus, token: str, target: Path) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{token}."))
