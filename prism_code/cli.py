@@ -32,23 +32,30 @@ log = logging.getLogger("prism_code")
 BENCH_HELP = "benchmarks from a source checkout (results go to docs/benchmarks.md)"
 
 
+def _index_config(args: argparse.Namespace) -> IndexConfig:
+    return IndexConfig(exclude=list(args.exclude or []), trusted=not args.untrusted)
+
+
 def _open_index(args: argparse.Namespace) -> RepoIndex:
     from prism_code.index import RepoIndex
 
-    config = IndexConfig(exclude=list(args.exclude or []), trusted=not args.untrusted)
-    return RepoIndex(args.path, config, cache_dir=args.cache_dir)
+    return RepoIndex(args.path, _index_config(args), cache_dir=args.cache_dir)
 
 
 def _embed(index: RepoIndex, bars: StageBars) -> int:
     from prism_code.embeddings import VectorCache
     from prism_code.memory.notes_store import llm_note_texts
     from prism_code.retrieval.dense import Embedder
+    from prism_code.tasks.corpus_files import save_corpus
     from prism_code.tasks.find_function import FunctionSearch
 
     embedder = Embedder()
     search = FunctionSearch(index, embedder, notes=llm_note_texts(index))
     cache = VectorCache(index.store, embedder)
-    return cache.fill(search.embedding_texts(), progress=lambda d, t: bars("embeddings", d, t))
+    filled = cache.fill(search.embedding_texts(), progress=lambda d, t: bars("embeddings", d, t))
+    # The corpus is built already: saved, the next find need not build it again.
+    save_corpus(index, search.corpus)
+    return filled
 
 
 def cmd_setup(args: argparse.Namespace) -> int:
@@ -73,6 +80,10 @@ def cmd_index(args: argparse.Namespace) -> int:
     try:
         summary = index.update(progress=bars)
         embedded = 0 if args.no_embeddings else _embed(index, bars)
+        if args.no_embeddings:
+            from prism_code.tasks.corpus_files import save_current
+
+            save_current(index)  # with embeddings, _embed saved the corpus it built
     finally:
         bars.close()
         index.close()
@@ -87,27 +98,28 @@ def cmd_index(args: argparse.Namespace) -> int:
 def cmd_find(args: argparse.Namespace) -> int:
     from prism_code.memory.notes_store import llm_note_texts
     from prism_code.retrieval.dense import Embedder
+    from prism_code.tasks.corpus_files import FindOptions, save_corpus, saved_search
     from prism_code.tasks.find_function import DEFAULT_FIND_ALPHA, FunctionSearch
-    from prism_code.tasks.find_strategies import description_text, run_find
+    from prism_code.tasks.find_strategies import description_text
 
     # Checked before the index update: an empty description fails at once.
     description = description_text(args.description)
-    index = _open_index(args)
-    try:
-        index.update()
-        search = FunctionSearch(index, Embedder(), notes=llm_note_texts(index))
-        alpha = DEFAULT_FIND_ALPHA if args.alpha is None else args.alpha
-        if search.vectors("code") is None:
-            log.warning("embeddings are not complete: lexical ranking only (run `prism-code index`)")
-        on_ranking = _print_ranking if args.stream else None
-        if args.strategy == "retrieval":
-            # The server's prism.findFunction calls the same: one ranking for CLI and editor.
-            results = run_find("retrieval", search, description, top=args.top, alpha=alpha,
-                               on_ranking=on_ranking).results
-        else:
-            results = _find_with_model(args, search, description, on_ranking)
-    finally:
-        index.close()
+    alpha = DEFAULT_FIND_ALPHA if args.alpha is None else args.alpha
+    embedder = Embedder()
+    # An index with nothing to update and a saved lexical index answers without loading.
+    with saved_search(args.path, _index_config(args), args.cache_dir, FindOptions(args.strategy, alpha),
+                      embedder) as saved:
+        if saved is not None:
+            results = _find_in(args, saved, description, alpha)
+    if saved is None:
+        index = _open_index(args)
+        try:
+            index.update()
+            search = FunctionSearch(index, embedder, notes=llm_note_texts(index))
+            results = _find_in(args, search, description, alpha)
+            save_corpus(index, search.corpus)
+        finally:
+            index.close()
     if args.stream:
         pass  # the last line printed is the final ranking
     elif args.json:
@@ -121,6 +133,19 @@ def cmd_find(args: argparse.Namespace) -> int:
             print(f"{rank:>2}. {shown(r.qualname)}  {shown(r.path)}:{r.start_line}-{r.end_line}  "
                   f"score {r.score:.3f}\n    {shown(r.reason)}")
     return 0
+
+
+def _find_in(args: argparse.Namespace, search: FunctionSearch, description: str, alpha: float) -> list[FoundFunction]:
+    from prism_code.tasks.find_strategies import run_find
+
+    if search.vectors("code") is None:
+        log.warning("embeddings are not complete: lexical ranking only (run `prism-code index`)")
+    on_ranking = _print_ranking if args.stream else None
+    if args.strategy == "retrieval":
+        # The server's prism.findFunction calls the same: one ranking for CLI and editor.
+        return run_find("retrieval", search, description, top=args.top, alpha=alpha,
+                        on_ranking=on_ranking).results
+    return _find_with_model(args, search, description, on_ranking)
 
 
 def _print_ranking(ranking: Ranking) -> None:

@@ -87,7 +87,13 @@ class VectorCache:
 
     def matrix(self, texts: Sequence[str]) -> np.ndarray | None:
         """Vectors in text order, or None while any is still missing."""
-        keys = [text_key(t) for t in texts]
+        return self.matrix_by_keys([text_key(t) for t in texts])
+
+    def matrix_by_keys(self, keys: Sequence[str]) -> np.ndarray | None:
+        """Vectors in the order of their text keys, or None while any is still missing.
+        Counted before read: while embedding is incomplete no vector is loaded at all."""
+        if not self.store.has_embeddings(keys, self.embedder.model_id):
+            return None
         found = self.store.embeddings(keys, self.embedder.model_id)
         if len(found) < len(set(keys)):
             return None

@@ -18,14 +18,15 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
-
-import networkx as nx
+from typing import TYPE_CHECKING, Any
 
 from prism_code.call_index import ResolutionCache
 from prism_code.call_resolution import CallResolver, Target
 from prism_code.parse.model import ParsedFile
 from prism_code.parse.resolve import ModuleResolver
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 DIRECTORY_WEIGHT = 0.3
 FILE_ROOT_WEIGHT = 1.0
@@ -101,6 +102,10 @@ class CodeGraph:
     """Undirected weighted graph; weight of an edge = max over the files that add it."""
 
     def __init__(self) -> None:
+        # networkx is imported here, not at the top: a find answered from the saved lexical
+        # index (tasks/corpus_files.py) builds no graph and should not pay ~0.3 s to import it.
+        import networkx as nx
+
         self.g: nx.Graph[str] = nx.Graph()
         self.parsed: dict[str, ParsedFile] = {}
         self._owned: dict[str, list[tuple[str, str]]] = defaultdict(list)
@@ -461,6 +466,8 @@ class CodeGraph:
         """Max over paths of the product of edge weights, for nodes at or above cutoff."""
         if source not in self.g:
             return {}
+        import networkx as nx
+
         lengths = nx.single_source_dijkstra_path_length(
             self.g, source, cutoff=path_limit(cutoff), weight=self._path_cost({source}))
         return {node: math.exp(-d) for node, d in lengths.items()
@@ -471,6 +478,8 @@ class CodeGraph:
         present = {s for s in sources if s in self.g}
         if not present:
             return set()
+        import networkx as nx
+
         return set(nx.multi_source_dijkstra_path_length(
             self.g, present, cutoff=path_limit(cutoff), weight=self._path_cost(present)))
 

@@ -268,6 +268,11 @@ class RepoIndex:
 
     # ---- queries ----------------------------------------------------------------------
 
+    @property
+    def store_token(self) -> str:
+        """The store's generation token of the state this process holds ("" before any commit)."""
+        return self._token
+
     def snapshot(self) -> IndexSnapshot:
         """The current published state, taken under the lock in O(files)."""
         with self.lock:

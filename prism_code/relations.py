@@ -13,7 +13,6 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 from scipy import sparse
-from scipy.sparse import csgraph
 
 from prism_code.fragments import WINDOW, Fragment
 from prism_code.graph import PATH_EPSILON, CodeGraph, path_limit
@@ -71,6 +70,9 @@ class StrengthTable:
         sources = list(dict.fromkeys(
             [s for s in missing if s not in first_steps]
             + [n for steps in first_steps.values() for n in steps]))
+        # Imported here: a find answered from the saved lexical index never needs it (~0.2 s).
+        from scipy.sparse import csgraph
+
         found: dict[int, np.ndarray] = {}
         for start in range(0, len(sources), _BATCH):
             batch = sources[start:start + _BATCH]

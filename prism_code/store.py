@@ -512,6 +512,32 @@ class Store:
                 raise
             return {}
 
+    def has_embeddings(self, hashes: Iterable[str], model: str) -> bool:
+        """Whether every one of those hashes has a stored vector; counted in chunks (no vector
+        read), stopping at the first chunk with one missing. False from a damaged database."""
+        wanted = list(dict.fromkeys(hashes))
+        try:
+            for start in range(0, len(wanted), 500):
+                chunk = wanted[start:start + 500]
+                marks = ",".join("?" * len(chunk))
+                found = self.db.execute(
+                    f"SELECT COUNT(*) FROM embeddings WHERE model = ? AND hash IN ({marks})",
+                    [model, *chunk]).fetchone()[0]
+                if found < len(chunk):
+                    return False
+            return True
+        except sqlite3.DatabaseError as exc:
+            if not self._survive(exc):
+                raise
+            return False
+
+    def file_text_and_definitions(self, path: str) -> tuple[list[str], list[Definition]]:
+        """One file's stored lines and definitions (empty if it is not indexed)."""
+        row = self.db.execute("SELECT text, parsed FROM files WHERE path = ?", (path,)).fetchone()
+        if row is None:
+            return [], []
+        return row[0].split("\n"), parsed_from_json(path, row[1]).definitions
+
     def _embeddings(self, hashes: Iterable[str], model: str) -> dict[str, np.ndarray]:
         wanted = list(dict.fromkeys(hashes))
         found: dict[str, np.ndarray] = {}

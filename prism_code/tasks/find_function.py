@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from prism_code.embeddings import VectorCache, card_text
+from prism_code.embeddings import VectorCache, card_text, text_key
 from prism_code.fragments import Fragment, function_key, type_fragments
 from prism_code.index import IndexSnapshot, RepoIndex
 from prism_code.parse.model import Definition, ParsedFile
@@ -144,6 +144,17 @@ class FunctionCorpus:
         # published one, so keeping the reference keeps this generation's relations.
         self._related_rows = index.related
 
+    def text_keys(self, which: str) -> list[str]:
+        """The vector-cache keys of every row's source (`code`) or card (`card`)."""
+        return [text_key(t) for t in (self.code if which == "code" else self.cards)]
+
+    def definition(self, i: int) -> Definition | None:
+        return self.definitions[i]
+
+    def row_tokens(self, i: int) -> list[str]:
+        """Row i's source tokens (a result's reason quotes them)."""
+        return self.tokens[i]
+
     def vocabulary_outgrown(self) -> bool:
         """True once edits have left the shared vocabulary mostly tokens no function
         has any more; the next corpus then starts a fresh one."""
@@ -176,6 +187,7 @@ class FunctionSearch:
     def __init__(self, index: RepoIndex, embedder: Embedder | None = None,
                  notes: Mapping[str, str] | None = None) -> None:
         self.index = index
+        self.store = index.store
         self.embedder = embedder
         self._notes: Mapping[str, str] = dict(notes or {})
         self._corpus: FunctionCorpus | None = None
@@ -214,14 +226,14 @@ class FunctionSearch:
         """The source or card vectors of every function, or None until all are embedded."""
         if self.embedder is None:
             return None
-        cache = VectorCache(self.index.store, self.embedder)
+        cache = VectorCache(self.store, self.embedder)
         if which not in self._vectors:
             corpus = self.corpus
-            matrix = cache.matrix(corpus.code if which == "code" else corpus.cards)
+            matrix = cache.matrix_by_keys(corpus.text_keys(which))
             if matrix is None:
                 return None
             self._vectors[which] = matrix
-            if which == "card":
+            if which == "card" and self._notes:
                 self._pending_notes = {
                     i: card_text(f, d, self._notes[f.key])
                     for i, (f, d) in enumerate(zip(corpus.fragments, corpus.definitions))
@@ -299,7 +311,7 @@ class FunctionSearch:
                 signals: Signals | None) -> FoundFunction:
         corpus = self.corpus
         fragment = corpus.fragments[i]
-        definition = corpus.definitions[i]
+        definition = corpus.definition(i)
         scores = {name: round(float(values[i]), 4) for name, values in parts.items()}
         if signals is not None:
             scores["signals"] = round(signals.shift, 4)
@@ -307,7 +319,7 @@ class FunctionSearch:
             name=fragment.qualname.rsplit(".", 1)[-1], qualname=fragment.qualname,
             path=fragment.path, start_line=fragment.start_line, end_line=fragment.end_line,
             score=round(score, 4),
-            reason=readable_reason(fragment, terms, corpus.tokens[i], signals, "dense_code" in parts),
+            reason=readable_reason(fragment, terms, corpus.row_tokens(i), signals, "dense_code" in parts),
             kind=definition.kind if definition is not None else "function", scores=scores)
 
 

@@ -1,0 +1,124 @@
+"""Find's lexical index saved beside the index database (tasks/corpus_files.py): a second
+process answers from it with the ranking a fresh build gives, and never from a stale copy."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from prism_code.config import IndexConfig
+from prism_code.index import RepoIndex
+from prism_code.tasks.corpus_files import FindOptions, corpus_dir, save_corpus, saved_search
+from prism_code.tasks.find_function import FunctionSearch
+
+FIXTURES = Path(__file__).parent / "fixtures"
+QUERIES = ["add an item to the cart", "compute the area of a shape", "parse the configuration file",
+           "total price of the order with tax"]
+SAVED = "answering from the saved lexical index"
+
+
+def run(*args: str, cache: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PRISM_CODE_CACHE_DIR": str(cache)}
+    return subprocess.run([sys.executable, "-m", "prism_code.cli", *args], capture_output=True,
+                          text=True, env=env, timeout=300)
+
+
+@pytest.fixture()
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "multilang"
+    shutil.copytree(FIXTURES / "multilang", root)
+    return root
+
+
+def find(repo: Path, cache: Path, query: str) -> tuple[list[dict], bool]:
+    """The CLI's results, and whether it answered from the saved lexical index."""
+    out = run("-v", "find", str(repo), query, "--json", cache=cache)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout), SAVED in out.stderr
+
+
+def test_second_process_answers_from_the_saved_index_with_the_same_ranking(repo, tmp_path):
+    cache = tmp_path / "cache"
+    run("index", str(repo), "--no-embeddings", cache=cache)
+    lexical = next(cache.rglob("index.sqlite")).parent / "lexical"
+    _, from_saved = find(repo, cache, QUERIES[0])
+    assert from_saved  # `index` saved it: the first find does not build it either
+    for query in QUERIES:
+        shutil.rmtree(lexical, ignore_errors=True)
+        built, from_saved = find(repo, cache, query)
+        assert built and not from_saved  # built from the index, then saved
+        again, from_saved = find(repo, cache, query)
+        assert from_saved
+        assert again == built  # names, lines, kinds, reasons and every score
+
+
+def test_an_edit_is_never_answered_from_the_stale_copy(repo, tmp_path):
+    cache = tmp_path / "cache"
+    run("index", str(repo), "--no-embeddings", cache=cache)
+    find(repo, cache, "add sales tax to an amount")
+    _, from_saved = find(repo, cache, "add sales tax to an amount")
+    assert from_saved
+
+    (repo / "pkg" / "tax.py").write_text(
+        "def apply_sales_tax(amount, rate):\n    \"\"\"Add sales tax to an amount.\"\"\"\n"
+        "    return amount * (1 + rate)\n")
+    results, from_saved = find(repo, cache, "add sales tax to an amount")
+    assert not from_saved
+    assert results[0]["qualname"] == "apply_sales_tax"
+    # The find that updated the index saved the new state; the next one reads it.
+    again, from_saved = find(repo, cache, "add sales tax to an amount")
+    assert from_saved and again == results
+    saved = list((next(cache.rglob("index.sqlite")).parent / "lexical").iterdir())
+    assert len(saved) == 1  # the copy of the earlier state is gone
+
+    (repo / "pkg" / "tax.py").unlink()
+    results, from_saved = find(repo, cache, "add sales tax to an amount")
+    assert not from_saved
+    assert "apply_sales_tax" not in [r["qualname"] for r in results]
+
+
+def test_saved_scores_equal_a_fresh_build_on_every_function(repo, tmp_path):
+    index = RepoIndex(repo, cache_dir=tmp_path / "cache")
+    try:
+        index.update()
+        fresh = FunctionSearch(index)
+        assert save_corpus(index, fresh.corpus) == corpus_dir(index.store.path, index.store_token)
+        with saved_search(repo, IndexConfig(), tmp_path / "cache", FindOptions(), None) as saved:
+            assert saved is not None
+            for query in QUERIES:
+                expected, got = fresh.component_scores(query), saved.component_scores(query)
+                assert set(got) == set(expected) == {"bm25", "bm25_name"}
+                for name in expected:
+                    np.testing.assert_array_equal(got[name], expected[name])
+                assert saved.search(query) == fresh.search(query)
+    finally:
+        index.close()
+
+
+def test_fragrel_and_model_strategies_take_the_ordinary_path(repo, tmp_path):
+    index = RepoIndex(repo, cache_dir=tmp_path / "cache")
+    try:
+        index.update()
+        save_corpus(index, FunctionSearch(index).corpus)
+    finally:
+        index.close()
+    for options in (FindOptions(alpha=0.3), FindOptions(strategy="prism"), FindOptions(expansion=True)):
+        with saved_search(repo, IndexConfig(), tmp_path / "cache", options, None) as saved:
+            assert saved is None
+
+
+def test_a_damaged_copy_is_rebuilt_not_read(repo, tmp_path):
+    cache = tmp_path / "cache"
+    run("index", str(repo), "--no-embeddings", cache=cache)
+    expected, _ = find(repo, cache, QUERIES[0])
+    manifest = next(cache.rglob("manifest.json"))
+    manifest.write_text("{not json")
+    results, from_saved = find(repo, cache, QUERIES[0])
+    assert not from_saved and results == expected
+    results, from_saved = find(repo, cache, QUERIES[0])
+    assert from_saved and results == expected
