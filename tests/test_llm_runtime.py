@@ -17,7 +17,7 @@ import llama_cpp
 
 from prism_code.llm import models
 from prism_code.llm.gbnf import starts_with
-from prism_code.llm.runtime import LlamaSession, json_grammar
+from prism_code.llm.runtime import CANCEL_PIECE_TOKENS, LlamaSession, json_grammar
 from prism_code.llm.state_cache import StateCache
 
 pytestmark = pytest.mark.model
@@ -178,13 +178,21 @@ def test_cancellation_stops_early(session: LlamaSession, base: list[int]) -> Non
     assert g.stats.finish_reason == "cancelled"
     assert len(g.tokens) == 3  # one check goes to the prefill batch, then one before each token
 
-    # Cancelling a prefill between batches leaves a valid, reusable prefix.
+    # Cancelling a prefill between pieces leaves a valid, reusable prefix.
     session.reset()
     long_prompt = base + base[:100]
     checks = iter([False, True])
     stats = session.prefill(long_prompt, cancelled=lambda: next(checks))
-    assert stats.cancelled and session.tokens == long_prompt[: session.n_batch]
-    assert session.generate(long_prompt, max_tokens=1).stats.reused == session.n_batch
+    assert stats.cancelled and session.tokens == long_prompt[:CANCEL_PIECE_TOKENS]
+    assert session.generate(long_prompt, max_tokens=1).stats.reused == CANCEL_PIECE_TOKENS
+
+    # Scoring a long continuation stops between pieces too, and the cache stays usable.
+    session.reset()
+    checks = iter([False, True])
+    scored = session.continuation_logprobs(base[:10], base[10:200], cancelled=lambda: next(checks, True))
+    assert scored.cancelled and scored.logprobs == []
+    assert session.tokens == base[: 9 + CANCEL_PIECE_TOKENS]
+    assert session.generate(base[:100], max_tokens=1).stats.reused == 9 + CANCEL_PIECE_TOKENS
 
 
 def test_continuation_logprobs_match_sampling_token_by_token(session: LlamaSession, base: list[int]) -> None:

@@ -164,4 +164,5 @@ async def test_model_find_shows_retrieval_at_once_refines_it_and_stops_when_canc
             "apply_discount"
         print(f"first update after {first_at - asked:.2f} s, the answer after {answered - asked:.2f} s; "
               f"cancel to model idle: {stopped:.2f} s")
-        assert stopped < 2.0  # issue #16's target is 0.5 s; this machine also runs benchmarks
+        # Stopping takes one prompt piece (runtime.CANCEL_PIECE_TOKENS), not the rest of the job.
+        assert stopped < 0.25 * (answered - asked)

@@ -62,6 +62,12 @@ _SEQ = 0  # one sequence per session; parallel work gets its own session
 # a single-line completion decodes 9 tokens at p50 and 24 at p95.
 SAVED_ROWS = 32
 
+# Prompts are evaluated this many tokens at a time and a cancel is checked between pieces.
+# On the 0.5B with 2 threads, 64-token pieces prefill as fast as 512-token ones (86 tok/s
+# each, 1,536 tokens) while the longest piece takes 0.9 s instead of 6.3 s: a closed find
+# frees the model within about a second instead of after a whole batch (issue #16).
+CANCEL_PIECE_TOKENS = 64
+
 # llama_token_data as numpy lays it out, to hand llama.cpp's samplers a candidate array.
 _TOKEN_DATA = np.dtype([("id", np.int32), ("logit", np.float32), ("p", np.float32)])
 
@@ -226,13 +232,13 @@ class LlamaSession(VocabularyTokens):
         suffix = tokens[keep:]
         encoded = 0
         stopped = False
-        # Batches of n_batch are the unit of work; cancelling between them leaves a valid,
-        # reusable prefix in the cache for the next request.
-        for i in range(0, len(suffix), self.n_batch):
+        # Cancelling between pieces leaves a valid, reusable prefix in the cache.
+        piece = min(self.n_batch, CANCEL_PIECE_TOKENS)
+        for i in range(0, len(suffix), piece):
             if cancelled is not None and cancelled():
                 stopped = True
                 break
-            chunk = suffix[i : i + self.n_batch]
+            chunk = suffix[i : i + piece]
             self._llm.eval(chunk)
             self.tokens.extend(chunk)
             self._logits_ready = True
@@ -474,23 +480,35 @@ class LlamaSession(VocabularyTokens):
                 raise ContextOverflow(f"prompt of {len(prefix) + len(continuation)} tokens "
                                       f"does not fit the context of {self.n_ctx}")
             t0 = time.perf_counter()
-            n_past = len(self.tokens)
-            self._llm._batch.set_batch(batch=batch, n_past=n_past, logits_all=True)
-            self._llm._ctx.decode(self._llm._batch)
-            self._llm.input_ids[n_past:n_past + len(batch)] = batch
-            self._llm.n_tokens = n_past + len(batch)
-            self.tokens.extend(batch)
-            self._logits_ready = True
-            n_vocab = self._llm.n_vocab()
-            out = []
-            for i, token in enumerate(continuation):
-                row = np.ctypeslib.as_array(self._llm._ctx.get_logits_ith(i), shape=(n_vocab,))
-                top = float(row.max())
-                out.append(float(row[token]) - top - float(np.log(np.exp(row - top).sum())))
+            out: list[float] = []
+            for i in range(0, len(batch), CANCEL_PIECE_TOKENS):
+                if i and cancelled is not None and cancelled():
+                    self.counters.encoded += i
+                    return Scored([], pre.reused, pre.encoded + i, True, pre.ms)
+                piece = batch[i : i + CANCEL_PIECE_TOKENS]
+                out += self._decode_scoring(piece, continuation[i : i + len(piece)])
             self.counters.encoded += len(batch)
             ms = (time.perf_counter() - t0) * 1000
             self.counters.prefill_ms += ms
             return Scored(out, pre.reused, pre.encoded + len(batch), False, pre.ms + ms)
+
+    def _decode_scoring(self, piece: list[int], targets: list[int]) -> list[float]:
+        """Evaluate `piece` after the cache, logits kept at every position; the log-probability
+        of each target token under the logits of the piece's token at the same position."""
+        n_past = len(self.tokens)
+        self._llm._batch.set_batch(batch=piece, n_past=n_past, logits_all=True)
+        self._llm._ctx.decode(self._llm._batch)
+        self._llm.input_ids[n_past:n_past + len(piece)] = piece
+        self._llm.n_tokens = n_past + len(piece)
+        self.tokens.extend(piece)
+        self._logits_ready = True
+        n_vocab = self._llm.n_vocab()
+        out = []
+        for i, token in enumerate(targets):
+            row = np.ctypeslib.as_array(self._llm._ctx.get_logits_ith(i), shape=(n_vocab,))
+            top = float(row.max())
+            out.append(float(row[token]) - top - float(np.log(np.exp(row - top).sum())))
+        return out
 
     # --- sequence state (KV of this session's sequence, without logits) -----------------
 
