@@ -102,6 +102,7 @@ def found_json(found: Found, codec: PositionCodec) -> dict[str, Any]:
         "reason": f.reason,
         "kind": f.kind,
         "scores": f.scores,
+        "fromSavedIndex": found.from_saved,
     }
 
 

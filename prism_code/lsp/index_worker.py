@@ -25,13 +25,15 @@ from prism_code.embeddings import VectorCache
 from prism_code.index import RepoIndex
 from prism_code.lsp import heap
 from prism_code.lsp.lean_embedder import LeanEmbedder
+from prism_code.lsp.saved_find import SavedFind
 from prism_code.lsp.settings import Settings
 from prism_code.lsp.workspace_notes import WorkspaceNotes
 from prism_code.memory.notes_store import NotesStore, count_notes, llm_note_texts
 from prism_code.parse import language_for_path
 from prism_code.retrieval.dense import Embedder, ModelUnavailable
 from prism_code.store import CacheDirError, IndexBusy, is_damage
-from prism_code.tasks.find_function import FunctionSearch
+from prism_code.tasks.corpus_files import save_corpus
+from prism_code.tasks.find_function import FunctionCorpus, FunctionSearch
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +88,10 @@ class IndexWorker:
         self._progress = progress
         self.index: RepoIndex | None = None
         self._finder: FunctionSearch | None = None
+        # Until the first update has built find's corpus, finds are answered from the saved
+        # lexical index when it is current (lsp/saved_find.py); `loaded` says that is over.
+        self.saved_find = SavedFind(root, self._config(), settings.cache_dir)
+        self.loaded = False
         self._embedder: Embedder | None = None
         # Unsaved editor text by workspace-relative path; replaced whole under _buffers_lock so
         # the worker can read a snapshot while the event loop records the next edit.
@@ -196,6 +202,7 @@ class IndexWorker:
             progress = self._progress(f"Indexing {self.root.name}") if visible else _Silent()
             self._work(progress, visible)
         self.state = STOPPED
+        self.saved_find.close()
         self._notes.close()
         if self.index is not None:
             self.index.close()
@@ -221,6 +228,8 @@ class IndexWorker:
             if index is None or self._reopen:
                 self.state = OPENING
                 report("open", 0, 1)
+                if index is None:
+                    self.saved_find.open()  # proven before the load below takes the core
                 with heap.building():
                     index = self._open()
             self.state = INDEXING
@@ -229,11 +238,18 @@ class IndexWorker:
             summary = index.update(progress=report, cancelled=self._interrupted, relations=False)
             log.log(logging.INFO if visible else logging.DEBUG, "%s: indexed %s",
                     self.root.name, summary.line())
+            if not self.loaded:
+                self._build_corpus()
+                self.loaded = True
+                self.saved_find.close()
             index.finish_relations(
                 report, cancelled=lambda: self._interrupted() or self._due is not None)
             self.state = EMBEDDING
             self._embed(report)
             self.noted = count_notes(index, self.notes_store(index))
+            if visible and not self._buffers:
+                # The next start of this folder (or `prism-code find`) answers from it at once.
+                save_corpus(index, self._build_corpus())
             heap.settle(force=True)
             heap.release_memory()
             self.state = IDLE
@@ -278,9 +294,17 @@ class IndexWorker:
             return
         self.schedule(visible=True)
 
+    def _config(self) -> IndexConfig:
+        return IndexConfig(exclude=list(self.settings.exclude), trusted=self.settings.trusted)
+
+    def _build_corpus(self) -> FunctionCorpus:
+        """Find's corpus of the current index, built here rather than by the next request."""
+        assert self._finder is not None
+        with self._search_lock:
+            return self._finder.corpus
+
     def _open(self) -> RepoIndex:
-        config = IndexConfig(exclude=list(self.settings.exclude), trusted=self.settings.trusted)
-        index = RepoIndex(self.root, config, self.settings.cache_dir,
+        index = RepoIndex(self.root, self._config(), self.settings.cache_dir,
                           lock_timeout=WRITE_LOCK_WAIT_S)
         with self._buffers_lock:
             for path, text in self._buffers.items():

@@ -48,6 +48,7 @@ class Found:
     function: FoundFunction
     root: Path
     last_line: str  # text of the definition's last line, to end the range at its end
+    from_saved: bool = False  # ranked from the saved lexical index while the index loaded
 
 
 class WorkspaceState(IndexWorker):
@@ -90,6 +91,10 @@ class WorkspaceState(IndexWorker):
             self.schedule(visible=True)
 
     def search(self, query: str, top: int, cancelled: CancelCheck) -> list[Found]:
+        if not self.loaded:
+            saved = self.saved_find.search(query, top, self.settings.fragrel_alpha)
+            if saved is not None:
+                return [Found(r, self.root, line, from_saved=True) for r, line in saved]
         index, finder = self.index, self._finder
         if index is None or finder is None:
             return []

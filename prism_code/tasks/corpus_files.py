@@ -150,6 +150,7 @@ class StoredCorpus(FunctionCorpus):
 
     def __init__(self, directory: Path, manifest: dict[str, Any], store: Store) -> None:
         self.generation = 0
+        self.token: str = manifest["token"]  # the index state these files were saved for
         self.fragments = [Fragment(path, kind, start, end, qualname, position)
                           for path, kind, start, end, qualname, position in manifest["rows"]]
         self._keys: dict[str, list[str]] = {"code": manifest["code_keys"], "card": manifest["card_keys"]}
@@ -158,6 +159,7 @@ class StoredCorpus(FunctionCorpus):
         self._related_rows = {}
         self._store = store
         self._rows: dict[int, tuple[Definition | None, list[str]]] = {}
+        self._lines: dict[str, list[str]] = {}
 
     def text_keys(self, which: str) -> list[str]:
         return self._keys[which]
@@ -166,6 +168,7 @@ class StoredCorpus(FunctionCorpus):
         if i not in self._rows:
             fragment = self.fragments[i]
             lines, definitions = self._store.file_text_and_definitions(fragment.path)
+            self._lines[fragment.path] = lines
             definition = next((d for d in definitions if d.qualname == fragment.qualname), None)
             self._rows[i] = (definition, code_tokens(fragment_text(lines, fragment)))
         return self._rows[i]
@@ -175,6 +178,13 @@ class StoredCorpus(FunctionCorpus):
 
     def row_tokens(self, i: int) -> list[str]:
         return self._row(i)[1]
+
+    def line(self, path: str, number: int) -> str:
+        """The stored text of line `number` (1-based) of a file a result was read from."""
+        lines = self._lines.get(path)
+        if lines is None:
+            lines = self._lines[path] = self._store.file_text_and_definitions(path)[0]
+        return lines[number - 1] if 0 < number <= len(lines) else ""
 
 
 def load_corpus(store: Store, token: str) -> StoredCorpus | None:
@@ -232,13 +242,30 @@ def _unchanged(store: Store, root: Path, config: IndexConfig) -> bool:
     return not (diff.added or diff.changed or diff.removed or diff.touched)
 
 
+def answerable(options: FindOptions) -> bool:
+    """Whether the saved copy can rank this find: plain retrieval only (FragRel reads the
+    relations, a model strategy or an expansion the model, none of which are saved)."""
+    return options.strategy == "retrieval" and options.alpha == 0 and not options.expansion
+
+
+def current_corpus(store: Store, root: Path, config: IndexConfig) -> StoredCorpus | None:
+    """The saved corpus, if it is proven to be what an index update would build now: saved
+    for the store's current token, no file changed since, no model notes. Call inside
+    `store.reading()`, so no commit lands between the proof and its use."""
+    token = store.generation()
+    corpus = load_corpus(store, token) if token and _unchanged(store, root, config) else None
+    if corpus is not None and _has_notes(store.path):
+        return None  # model notes change the cards dense search reads
+    return corpus
+
+
 @contextmanager
 def saved_search(root: Path | str, config: IndexConfig, cache_dir: Path | None,
                  options: FindOptions, embedder: Embedder | None) -> Iterator[StoredSearch | None]:
     """A search over the saved corpus when the index needs no update and one is saved for
     its current state; else None (the caller opens the index). The store is read in one
     transaction, so another process's commit cannot land between the check and the answer."""
-    if options.strategy != "retrieval" or options.alpha != 0 or options.expansion:
+    if not answerable(options):
         yield None
         return
     db_path = workspace_db_path(resolve_workspace(root), cache_dir)
@@ -248,15 +275,11 @@ def saved_search(root: Path | str, config: IndexConfig, cache_dir: Path | None,
     store = Store(db_path)
     try:
         with store.reading():
-            token = store.generation()
-            corpus = load_corpus(store, token) if token and _unchanged(store, resolve_workspace(root), config) \
-                else None
-            if corpus is not None and _has_notes(db_path):
-                corpus = None  # model notes change the cards dense search reads
+            corpus = current_corpus(store, resolve_workspace(root), config)
             if corpus is None:
                 yield None
             else:
-                log.info("answering from the saved lexical index of index state %s", token)
+                log.info("answering from the saved lexical index of index state %s", corpus.token)
                 yield StoredSearch(store, corpus, embedder)
     finally:
         store.close()
