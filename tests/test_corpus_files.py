@@ -122,3 +122,21 @@ def test_a_damaged_copy_is_rebuilt_not_read(repo, tmp_path):
     assert not from_saved and results == expected
     results, from_saved = find(repo, cache, QUERIES[0])
     assert from_saved and results == expected
+
+
+def test_a_copy_saved_by_another_corpus_version_is_rebuilt_not_read(repo, tmp_path):
+    """A copy saved before find's units changed (types became find units) lacks rows a
+    fresh build has: it must never be read for the same index state."""
+    cache = tmp_path / "cache"
+    run("index", str(repo), "--no-embeddings", cache=cache)
+    expected, from_saved = find(repo, cache, QUERIES[0])
+    assert from_saved
+    manifest_file = next(cache.rglob("manifest.json"))
+    manifest = json.loads(manifest_file.read_text())
+    manifest["corpus_version"] -= 1
+    manifest["rows"] = [row for row in manifest["rows"] if row[1] == "function"]
+    manifest_file.write_text(json.dumps(manifest))
+    results, from_saved = find(repo, cache, QUERIES[0])
+    assert not from_saved and results == expected
+    results, from_saved = find(repo, cache, QUERIES[0])
+    assert from_saved and results == expected

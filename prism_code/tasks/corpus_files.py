@@ -45,13 +45,14 @@ from prism_code.retrieval.dense import Embedder
 from prism_code.retrieval.lexical import LexicalIndex
 from prism_code.retrieval.tokenize import code_tokens
 from prism_code.store import Store, workspace_db_path
-from prism_code.tasks.find_function import FunctionCorpus, FunctionSearch
+from prism_code.tasks.find_function import CORPUS_VERSION, FunctionCorpus, FunctionSearch
 from prism_code.workspace import diff_scan, resolve_workspace, scan
 
 log = logging.getLogger(__name__)
 
-# Bumped whenever what is saved, or how a corpus is built from the index, changes: a copy
-# of another format is never read (it is rebuilt on the next ordinary find).
+# Bumped whenever what is saved changes; how a corpus is built from the index is
+# find_function.CORPUS_VERSION, saved too. A copy of another format or corpus version is
+# never read (it is rebuilt on the next ordinary find).
 FORMAT = 1
 _DIR = "lexical"  # beside index.sqlite, one subdirectory per generation token
 _MANIFEST = "manifest.json"  # written last: a directory without it is incomplete
@@ -112,8 +113,8 @@ def _save(corpus: FunctionCorpus, token: str, target: Path) -> Path:
             (staging / f"{name}.vocab.json").write_text(json.dumps(_vocabulary_list(lexical)))
             shapes[name] = list(weights.shape)
         rows = [[f.path, f.kind, f.start_line, f.end_line, f.qualname, f.position] for f in corpus.fragments]
-        manifest = {"format": FORMAT, "token": token, "shapes": shapes, "rows": rows,
-                    "code_keys": corpus.text_keys("code"), "card_keys": corpus.text_keys("card")}
+        manifest = {"format": FORMAT, "corpus_version": CORPUS_VERSION, "token": token, "shapes": shapes,
+                    "rows": rows, "code_keys": corpus.text_keys("code"), "card_keys": corpus.text_keys("card")}
         (staging / _MANIFEST).write_text(json.dumps(manifest))
         try:
             os.replace(staging, target)
@@ -193,7 +194,10 @@ def load_corpus(store: Store, token: str) -> StoredCorpus | None:
     directory = corpus_dir(store.path, token)
     try:
         manifest = json.loads((directory / _MANIFEST).read_text())
-        if manifest.get("format") != FORMAT or manifest.get("token") != token:
+        if (manifest.get("format"), manifest.get("corpus_version"), manifest.get("token")) \
+                != (FORMAT, CORPUS_VERSION, token):
+            log.info("the saved lexical index %s is of another version: building it again", directory)
+            shutil.rmtree(directory, ignore_errors=True)  # so the next save writes it anew
             return None
         return StoredCorpus(directory, manifest, store)
     except (OSError, ValueError, KeyError, TypeError) as exc:

@@ -37,6 +37,11 @@ DEFAULT_FIND_ALPHA = 0.0
 
 COMPONENTS = ("bm25", "bm25_name", "dense_code", "dense_card")
 
+# What a FunctionCorpus is made of: bumped whenever its rows (which definitions become find
+# units), their text or the BM25 matrices change, so a corpus saved by an earlier version
+# (tasks/corpus_files.py) is rebuilt rather than read. 2: types as find units.
+CORPUS_VERSION = 2
+
 
 def name_field(fragment: Fragment, definition: Definition | None, callees: Sequence[str]) -> list[str]:
     """BM25 tokens of what a function is called rather than what it does line by line: its
