@@ -140,3 +140,32 @@ def test_a_copy_saved_by_another_corpus_version_is_rebuilt_not_read(repo, tmp_pa
     assert not from_saved and results == expected
     results, from_saved = find(repo, cache, QUERIES[0])
     assert from_saved and results == expected
+
+
+def test_vectors_are_saved_once_complete_and_memory_mapped_with_the_same_ranking(repo, tmp_path):
+    cache = tmp_path / "cache"
+    run("index", str(repo), cache=cache)  # embeddings too
+    lexical = next(cache.rglob("index.sqlite")).parent / "lexical"
+    query = QUERIES[1]
+    first, from_saved = find(repo, cache, query)
+    assert from_saved and "dense_code" in first[0]["scores"]
+    saved = sorted(p.name.split(".")[1] for p in lexical.rglob("vectors.*.npy"))
+    assert saved == ["card", "code"]  # the first find read them from the store and saved them
+
+    mapped, from_saved = find(repo, cache, query)
+    assert from_saved and mapped == first  # every score, dense ones included
+    shutil.rmtree(lexical)
+    built, from_saved = find(repo, cache, query)  # the ordinary path: index loaded, vectors from SQLite
+    assert not from_saved and built == mapped
+
+
+def test_saved_vectors_that_do_not_fit_are_read_from_the_store_instead(repo, tmp_path):
+    cache = tmp_path / "cache"
+    run("index", str(repo), cache=cache)
+    expected, _ = find(repo, cache, QUERIES[2])
+    code = next(cache.rglob("vectors.code.*.npy"))
+    np.save(code, np.zeros((3, 4), dtype=np.float32))  # another shape: a copy of something else
+    results, from_saved = find(repo, cache, QUERIES[2])
+    assert from_saved and results == expected
+    assert np.load(next(cache.rglob("vectors.code.*.npy"))).shape[0] == len(
+        json.loads(next(cache.rglob("manifest.json")).read_text())["rows"])  # saved anew

@@ -46,6 +46,7 @@ from prism_code.retrieval.lexical import LexicalIndex
 from prism_code.retrieval.tokenize import code_tokens
 from prism_code.store import Store, workspace_db_path
 from prism_code.tasks.find_function import CORPUS_VERSION, FunctionCorpus, FunctionSearch
+from prism_code.tasks.vector_files import load_vectors, save_vectors
 from prism_code.workspace import diff_scan, resolve_workspace, scan
 
 log = logging.getLogger(__name__)
@@ -152,6 +153,7 @@ class StoredCorpus(FunctionCorpus):
     def __init__(self, directory: Path, manifest: dict[str, Any], store: Store) -> None:
         self.generation = 0
         self.token: str = manifest["token"]  # the index state these files were saved for
+        self.directory = directory
         self.fragments = [Fragment(path, kind, start, end, qualname, position)
                           for path, kind, start, end, qualname, position in manifest["rows"]]
         self._keys: dict[str, list[str]] = {"code": manifest["code_keys"], "card": manifest["card_keys"]}
@@ -222,6 +224,21 @@ class StoredSearch(FunctionSearch):
     @property
     def corpus(self) -> FunctionCorpus:
         return self._stored
+
+    def vectors(self, which: str) -> np.ndarray | None:
+        """Memory-mapped from the copy's directory once a find has saved them there (see
+        tasks/vector_files.py); else read from the store, and saved when all are there."""
+        if self.embedder is None or which in self._vectors:
+            return super().vectors(which)
+        stored, model = self._stored, self.embedder.model_id
+        matrix = load_vectors(stored.directory, model, which, len(stored.fragments))
+        if matrix is not None:
+            self._vectors[which] = matrix
+            return matrix
+        matrix = super().vectors(which)
+        if matrix is not None:
+            save_vectors(stored.directory, model, which, matrix)
+        return matrix
 
 
 @dataclass(frozen=True)
