@@ -34,7 +34,7 @@ def load_vectors(directory: Path, model: str, which: str, rows: int) -> np.ndarr
     """The saved matrix, memory-mapped, or None if there is none that fits `rows` rows."""
     path = vectors_path(directory, model, which)
     try:
-        matrix = np.load(path, mmap_mode="r")
+        matrix: np.ndarray = np.load(path, mmap_mode="r")
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as exc:
