@@ -60,6 +60,20 @@ def callees_by_caller(parsed: ParsedFile | None) -> dict[str, list[str]]:
     return out
 
 
+def unit_text(index: RepoIndex | IndexSnapshot, path: str, qualname: str) -> str:
+    """The source a find result stands for, as a model strategy reads it: a function's lines,
+    or a type's skeleton (its lines without its methods' bodies, as it is searched); "" when
+    the index no longer holds it."""
+    fragment = index.fragments.get(function_key(path, qualname))
+    if fragment is not None:
+        return index.text(fragment)
+    definition = index.definition(path, qualname)
+    if definition is None:
+        return ""
+    parsed = index.parsed if isinstance(index, IndexSnapshot) else index.graph.parsed
+    return skeleton(index.lines.get(path, []), parsed.get(path), definition)
+
+
 @dataclass
 class FoundFunction:
     name: str
