@@ -29,7 +29,7 @@ from prism_code.retrieval.markup import plain_text
 from prism_code.retrieval.query_sections import split_sections
 from prism_code.retrieval.tokenize import code_tokens, query_tokens
 from prism_code.retrieval.type_units import skeleton
-from prism_code.tasks.find_ranking import Signals, file_coherence, file_grouped, ranking_signals
+from prism_code.tasks.find_ranking import Signals, file_coherence, file_grouped, file_text_lift, ranking_signals
 
 # FragRel helps completion context; on needle search it was measured neutral to harmful
 # (docs/benchmarks.md), so find defaults to the vanilla retriever.
@@ -313,6 +313,7 @@ class FunctionSearch:
         signals = ranking_signals(query, names, corpus_paths, abs(best) if best else 1.0)
         final = final + signals.shift
         final = final + file_coherence(final, corpus_paths, abs(best) if best else 1.0)
+        final = final + file_text_lift(final, parts["bm25"], corpus_paths, abs(best) if best else 1.0)
         # Enough candidates that `top` distinct files are found among them.
         pool = np.argsort(-final, kind="stable")[:top * FILE_GROUP_POOL]
         # A definition the query names keeps its place even behind another hit of its file.

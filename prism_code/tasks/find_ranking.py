@@ -49,6 +49,13 @@ PATH_PREFIX_MIN = 4
 FILE_COHERENCE_BOOST = 0.3
 COHERENCE_POOL = 50
 
+# Whole-file lexical match: a file's best unit gains up to this share of the best score, in
+# proportion to log(1 + the BM25 of all the file's units, summed). "Standard library type
+# Serialize implementations" is impls.rs, where a hundred small impls each match a little and
+# none much. Chosen among 0.15 / 0.3 / 0.5 / 0.7 / 1.0 / 1.5 on semble's tuning half (log beat
+# the square root and no damping at 0.5; decisions.md).
+FILE_TEXT_BOOST = 0.5
+
 # Tests, examples, benchmarks, generated and vendored code mention what they exercise as often
 # as the code that defines it; down-weighted unless the query asks for them.
 AUXILIARY_PATH_PENALTY = 0.3
@@ -213,4 +220,25 @@ def file_coherence(scores: np.ndarray, paths: Sequence[str], scale: float) -> np
         return shift
     for path, i in best.items():
         shift[i] = FILE_COHERENCE_BOOST * scale * totals[path] / top_total
+    return shift
+
+
+def file_text_lift(scores: np.ndarray, lexical: np.ndarray, paths: Sequence[str], scale: float) -> np.ndarray:
+    """A lift for each file's best unit in proportion to how much of the whole file matches the
+    query's words: the BM25 of every unit of the file, summed, on a log scale (a long file
+    matches a little everywhere)."""
+    shift = np.zeros_like(scores)
+    if not FILE_TEXT_BOOST or scores.size == 0:
+        return shift
+    files: dict[str, int] = {}
+    ids = np.fromiter((files.setdefault(p, len(files)) for p in paths), dtype=np.int64, count=len(paths))
+    totals = np.bincount(ids, weights=np.maximum(lexical, 0.0), minlength=len(files))
+    totals = np.log1p(totals)
+    top = float(totals.max())
+    if top <= 0:
+        return shift
+    order = np.argsort(-scores, kind="stable")
+    _, first = np.unique(ids[order], return_index=True)
+    best_units = order[first]
+    shift[best_units] = FILE_TEXT_BOOST * scale * totals[ids[best_units]] / top
     return shift
