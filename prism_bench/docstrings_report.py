@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from prism_bench.repoqa_data import Haystack, Needle, recall_metrics
-from prism_bench.repoqa_retrieval import RepoQAResult
+from prism_bench.repoqa_retrieval import FIND_LABEL, RepoQAResult
 from prism_bench.report import table
 
 # (label, fewest words, most words)
@@ -64,10 +64,22 @@ def breakdown(rows: Sequence[Ranked], split: str) -> str:
                       table(["query length", *header[1:]], by_length)])
 
 
+def as_returned(result: RepoQAResult, haystacks: Sequence[Haystack], splits: dict[str, str],
+                shown: Sequence[str]) -> str:
+    """The fused score's ranks beside what find returns (its ranking signals, files grouped), per split."""
+    fused, returned = ranked(result, haystacks, splits), ranked(result, haystacks, splits, FIND_LABEL)
+    rows = [_row(f"{label}, {s}", [r for r in chosen if r.split == s])
+            for s in shown for label, chosen in (("fused score", fused), (FIND_LABEL, returned))]
+    return table(["scorer, split", "needles", "top-1", "top-10", "MRR@10"], rows)
+
+
 def markdown(result: RepoQAResult, haystacks: Sequence[Haystack], splits: dict[str, str], split: str) -> str:
     rows = ranked(result, haystacks, splits)
     shown = ["tune", "test"] if split == "all" else [split]
-    return "\n\n".join(breakdown(rows, s) for s in shown)
+    parts = [breakdown(rows, s) for s in shown]
+    if result.ranks.get(FIND_LABEL):
+        parts.append(as_returned(result, haystacks, splits, shown))
+    return "\n\n".join(parts)
 
 
 def run_cli(args: argparse.Namespace, command: str) -> tuple[str, str]:

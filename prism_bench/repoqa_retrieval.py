@@ -17,7 +17,7 @@ from prism_code.fragments import Fragment
 from prism_code.index import RepoIndex
 from prism_code.memory.notes_store import llm_note_texts
 from prism_code.retrieval.dense import Embedder
-from prism_code.tasks.find_function import COMPONENTS, FunctionSearch
+from prism_code.tasks.find_function import COMPONENTS, FoundFunction, FunctionSearch
 
 # (label, fused components, FragRel alpha)
 SCORERS: list[tuple[str, tuple[str, ...], float]] = [
@@ -43,6 +43,17 @@ class RepoQAResult:
     # the fused ranks again with plain cards, over the needles of noted haystacks
     without_notes: list[int | None] = field(default_factory=list)
     with_notes: list[int | None] = field(default_factory=list)
+
+
+# What find returns, not a score over every function: the fused score with find's ranking
+# signals (named symbols, path words, file coherence and text, tests down) and each file's
+# best function first (tasks/find_ranking.py). A needle outside its ten results has no rank.
+FIND_LABEL = "find, as returned"
+
+
+def returned_rank(found: Sequence[FoundFunction], key: str) -> int | None:
+    """The 1-based place of the function keyed `key` among find's results, or None."""
+    return next((i for i, f in enumerate(found, 1) if f.key == key), None)
 
 
 def target_row(fragments: Sequence[Fragment], needle: Needle, overlap: bool) -> int | None:
@@ -81,7 +92,7 @@ def haystack_search(haystack: Haystack, cache_dir: Path, embedder: Embedder) -> 
 
 
 def run(haystacks: list[Haystack], cache_dir: Path, embedder: Embedder, language: str = "Python") -> RepoQAResult:
-    result = RepoQAResult(ranks={label: [] for label, _, _ in SCORERS}, language=language)
+    result = RepoQAResult(ranks={label: [] for label, _, _ in SCORERS} | {FIND_LABEL: []}, language=language)
     for haystack in haystacks:
         with haystack_search(haystack, cache_dir, embedder) as search:
             corpus = search.corpus
@@ -94,8 +105,10 @@ def run(haystacks: list[Haystack], cache_dir: Path, embedder: Embedder, language
                 result.needles += 1
                 target = target_row(corpus.fragments, needle, haystack.language != "python")
                 started = time.perf_counter()
-                search.search(needle.description, top=10)
+                found = search.search(needle.description, top=10)
                 result.latency_ms.append((time.perf_counter() - started) * 1000)
+                result.ranks[FIND_LABEL].append(
+                    None if target is None else returned_rank(found, corpus.fragments[target].key))
                 for label, components, alpha in SCORERS:
                     if target is None:
                         result.ranks[label].append(None)
@@ -119,7 +132,7 @@ def markdown(result: RepoQAResult, command: str, subject: str | None = None) -> 
     from prism_bench.report import table
 
     rows = []
-    for label, _, _ in SCORERS:
+    for label in [label for label, _, _ in SCORERS] + ([FIND_LABEL] if result.ranks.get(FIND_LABEL) else []):
         m = recall_metrics(result.ranks[label])
         rows.append([label, m["recall@1"], m["recall@10"], m["recall@50"], m["mrr@10"]])
     lat = sorted(result.latency_ms)
@@ -132,6 +145,9 @@ def markdown(result: RepoQAResult, command: str, subject: str | None = None) -> 
         + f"; needles not located in the index: {len(result.unmatched)}.",
         "",
         table(["scorer", "top-1", "top-10", "top-50", "MRR@10"], rows),
+        "",
+        f"`{FIND_LABEL}` ranks the needle among find's ten results (so its top-50 is its top-10); "
+        "the other rows rank it by their score over every function.",
         "",
         f"Query latency (fused, embeddings ready, `search` top 10): p50 {p50:.0f} ms, "
         f"p90 {lat[int(0.9 * (len(lat) - 1))] if lat else 0:.0f} ms.",

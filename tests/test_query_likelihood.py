@@ -57,3 +57,22 @@ def test_a_candidate_read_as_code_only_loses_its_docstring_and_comments_not_its_
     assert "Add sales tax" in written and "rounding" in written
     assert "Add sales tax" not in code and "rounding" not in code
     assert code.startswith("### add_tax\n# tax.py:1\n") and "return amount * (1 + rate)" in code
+
+
+def test_a_class_candidate_is_read_as_its_skeleton_not_its_name_alone(tmp_path):
+    """A type is a find result of its own; the model strategies must read what it is."""
+    (tmp_path / "repo").mkdir()
+    (tmp_path / "repo" / "ledger.py").write_text(
+        'class Ledger:\n    """Keeps every posting of an account and its running balance."""\n\n'
+        '    currency = "EUR"\n\n'
+        '    def post(self, amount):\n        self.entries.append(amount)\n        return sum(self.entries)\n')
+    index = RepoIndex(tmp_path / "repo", cache_dir=tmp_path / "cache")
+    index.update()
+    try:
+        found = next(f for f in FunctionSearch(index).search("Ledger", top=3) if f.kind == "class")
+        text = body_text(index, found, "Ledger", 30)
+    finally:
+        index.close()
+    assert found.qualname == "Ledger"
+    assert "running balance" in text and 'currency = "EUR"' in text
+    assert "def post(self, amount):" in text and "self.entries.append" not in text

@@ -29,7 +29,8 @@ from prism_code.retrieval.markup import plain_text
 from prism_code.retrieval.query_sections import split_sections
 from prism_code.retrieval.tokenize import code_tokens, query_tokens
 from prism_code.retrieval.type_units import skeleton
-from prism_code.tasks.find_ranking import Signals, file_coherence, file_grouped, ranking_signals
+from prism_code.tasks import find_ranking
+from prism_code.tasks.find_ranking import Signals, file_coherence, file_diversified, file_text_lift, ranking_signals
 
 # FragRel helps completion context; on needle search it was measured neutral to harmful
 # (docs/benchmarks.md), so find defaults to the vanilla retriever.
@@ -63,6 +64,20 @@ def callees_by_caller(parsed: ParsedFile | None) -> dict[str, list[str]]:
             if call.name not in names:
                 names.append(call.name)
     return out
+
+
+def unit_text(index: RepoIndex | IndexSnapshot, path: str, qualname: str) -> str:
+    """The source a find result stands for, as a model strategy reads it: a function's lines,
+    or a type's skeleton (its lines without its methods' bodies, as it is searched); "" when
+    the index no longer holds it."""
+    fragment = index.fragments.get(function_key(path, qualname))
+    if fragment is not None:
+        return index.text(fragment)
+    definition = index.definition(path, qualname)
+    if definition is None:
+        return ""
+    parsed = index.parsed if isinstance(index, IndexSnapshot) else index.graph.parsed
+    return skeleton(index.lines.get(path, []), parsed.get(path), definition)
 
 
 @dataclass
@@ -304,13 +319,15 @@ class FunctionSearch:
         signals = ranking_signals(query, names, corpus_paths, abs(best) if best else 1.0)
         final = final + signals.shift
         final = final + file_coherence(final, corpus_paths, abs(best) if best else 1.0)
+        if "dense_code" not in parts or find_ranking.FILE_TEXT_LIFT_WITH_EMBEDDINGS:
+            final = final + file_text_lift(final, parts["bm25"], corpus_paths, abs(best) if best else 1.0)
         # Enough candidates that `top` distinct files are found among them.
         pool = np.argsort(-final, kind="stable")[:top * FILE_GROUP_POOL]
         # A definition the query names keeps its place even behind another hit of its file.
         pinned = frozenset(i for i, sig in signals.signals.items() if sig.defines)
-        order = file_grouped([int(i) for i in pool], corpus_paths, top, pinned)
+        order = file_diversified([int(i) for i in pool], final, corpus_paths, top, pinned, abs(best) if best else 1.0)
         terms = set(query_tokens(query))
-        return [self._result(i, float(final[i]), parts, terms, signals.signals.get(i)) for i in order]
+        return [self._result(i, score, parts, terms, signals.signals.get(i)) for i, score in order]
 
     def _result(self, i: int, score: float, parts: dict[str, np.ndarray], terms: set[str],
                 signals: Signals | None) -> FoundFunction:

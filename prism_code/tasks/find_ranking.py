@@ -49,6 +49,17 @@ PATH_PREFIX_MIN = 4
 FILE_COHERENCE_BOOST = 0.3
 COHERENCE_POOL = 50
 
+# Whole-file lexical match: a file's best unit gains up to this share of the best score, in
+# proportion to log(1 + the BM25 of all the file's units, summed). "Standard library type
+# Serialize implementations" is impls.rs, where a hundred small impls each match a little and
+# none much. Chosen among 0.15 / 0.3 / 0.5 / 0.7 / 1.0 / 1.5 on semble's tuning half (log beat
+# the square root and no damping at 0.5; decisions.md).
+FILE_TEXT_BOOST = 0.5
+# With embeddings the lift gained nothing (semble, issue #27's 14 repositories: 0.843 without,
+# 0.842 with) and cost one-sentence searches (docstrings tuning half MRR@10 0.575 -> 0.552):
+# it serves the lexical ranking, the one find gives while the embeddings are computed.
+FILE_TEXT_LIFT_WITH_EMBEDDINGS = False
+
 # Tests, examples, benchmarks, generated and vendored code mention what they exercise as often
 # as the code that defines it; down-weighted unless the query asks for them.
 AUXILIARY_PATH_PENALTY = 0.3
@@ -174,23 +185,29 @@ def ranking_signals(query: str, qualnames: Sequence[str], paths: Sequence[str], 
     return RankingSignals(shift, signals)
 
 
-def file_grouped(order: Sequence[int], paths: Sequence[str], top: int,
-                 pinned: frozenset[int] = frozenset()) -> list[int]:
-    """The first `top` of `order` with each file's best function before any file's second:
-    several hits in one file then cannot crowd the list (on semble's benchmark find's top 10
-    held only 3-6 distinct files), and a file's later functions follow the other files' best."""
-    firsts: list[int] = []
-    later: list[int] = []
-    seen: set[str] = set()
-    for i in order:
-        if paths[i] in seen and i not in pinned:
-            later.append(i)
-        else:
-            seen.add(paths[i])
-            firsts.append(i)
-            if len(firsts) == top:
-                break
-    return (firsts + later)[:top]
+# A file's k-th unit in the list is ranked as if its score were lower by this share of the best
+# score times (k - 1), so one file's many hits do not fill the list, yet a second function of a
+# file that matches far better than other files' firsts keeps its place. Chosen on the tuning
+# halves of semble's benchmark and the docstrings set together: strict grouping (every file's
+# first before any second) scored semble 0.826 and put the described function in find's ten
+# for 0.729 of the sentences; 0.2 scored 0.826 and 0.771; none, 0.819 and 0.800 (decisions.md).
+FILE_REPEAT_PENALTY = 0.2
+
+
+def file_diversified(order: Sequence[int], scores: np.ndarray, paths: Sequence[str], top: int,
+                     pinned: frozenset[int], scale: float) -> list[tuple[int, float]]:
+    """The first `top` of `order`, each with the score it ranks by: a file's later units give
+    up FILE_REPEAT_PENALTY of the best score for each unit of their file ranked before them; a
+    pinned unit (a definition the query names) gives up nothing."""
+    seen: dict[str, int] = {}
+    adjusted: list[tuple[float, int, int]] = []
+    for rank, i in enumerate(order):
+        k = seen.get(paths[i], 0)
+        seen[paths[i]] = k + 1
+        penalty = 0.0 if i in pinned else FILE_REPEAT_PENALTY * scale * k
+        adjusted.append((float(scores[i]) - penalty, rank, int(i)))
+    adjusted.sort(key=lambda item: (-item[0], item[1]))
+    return [(i, score) for score, _, i in adjusted[:top]]
 
 
 def file_coherence(scores: np.ndarray, paths: Sequence[str], scale: float) -> np.ndarray:
@@ -213,4 +230,25 @@ def file_coherence(scores: np.ndarray, paths: Sequence[str], scale: float) -> np
         return shift
     for path, i in best.items():
         shift[i] = FILE_COHERENCE_BOOST * scale * totals[path] / top_total
+    return shift
+
+
+def file_text_lift(scores: np.ndarray, lexical: np.ndarray, paths: Sequence[str], scale: float) -> np.ndarray:
+    """A lift for each file's best unit in proportion to how much of the whole file matches the
+    query's words: the BM25 of every unit of the file, summed, on a log scale (a long file
+    matches a little everywhere)."""
+    shift = np.zeros_like(scores)
+    if not FILE_TEXT_BOOST or scores.size == 0:
+        return shift
+    files: dict[str, int] = {}
+    ids = np.fromiter((files.setdefault(p, len(files)) for p in paths), dtype=np.int64, count=len(paths))
+    totals = np.bincount(ids, weights=np.maximum(lexical, 0.0), minlength=len(files))
+    totals = np.log1p(totals)
+    top = float(totals.max())
+    if top <= 0:
+        return shift
+    order = np.argsort(-scores, kind="stable")
+    _, first = np.unique(ids[order], return_index=True)
+    best_units = order[first]
+    shift[best_units] = FILE_TEXT_BOOST * scale * totals[ids[best_units]] / top
     return shift

@@ -56,7 +56,7 @@ from prism_code.llm.accounting import Accounting
 from prism_code.llm.backend import ScoringBackend, model_label
 from prism_code.llm.gbnf import gbnf_literal
 from prism_code.tasks.find_events import FindEvent, FindListener, Stage
-from prism_code.tasks.find_function import FoundFunction, FunctionSearch
+from prism_code.tasks.find_function import FoundFunction, FunctionSearch, unit_text
 from prism_code.tasks.find_outcome import FindOutcome, candidate_labels
 from prism_code.tasks.find_stream import RankingStream
 from prism_code.tasks.query_likelihood import (
@@ -357,8 +357,7 @@ def build_candidates(session: ScoringBackend, search: FunctionSearch, found: Seq
     labels = candidate_labels(found)
     out = []
     for label, f in zip(labels, found):
-        fragment = index.fragments.get(f.key)
-        source = index.text(fragment) if fragment is not None else f"def {f.name}(...): ..."
+        source = unit_text(index, f.path, f.qualname) or f"def {f.name}(...): ..."
         body = session.tokenize_text(source)
         if len(body) > settings.function_tokens:
             body = session.tokenize_text(session.detokenize(body[: settings.function_tokens]).rstrip() + "\n    ...")

@@ -20,7 +20,7 @@ from prism_code.llm.backend import ScoringBackend
 from prism_code.llm.types import GenerationStats
 from prism_code.parse import language_for_path
 from prism_code.parse.code_only import code_only as strip_prose
-from prism_code.tasks.find_function import FoundFunction
+from prism_code.tasks.find_function import FoundFunction, unit_text
 
 # Chosen on RepoQA needles 21-40 (0.5B): the needle's gain over a wrong first was 0.25-0.51
 # nats/token, a wrong candidate's over a right first never above 0 (closest -0.03).
@@ -54,8 +54,7 @@ def body_text(index: RepoIndex, found: FoundFunction, key: str, max_lines: int, 
     """A candidate as the likelihood reads it: its name, place and first lines of source
     (with `code_only`, those lines without their comments and docstrings)."""
     head = f"### {key}\n# {found.path}:{found.start_line}\n"
-    fragment = index.fragments.get(found.key)
-    lines = index.text(fragment).splitlines() if fragment is not None else []
+    lines = unit_text(index, found.path, found.qualname).splitlines()
     if len(lines) > max_lines:
         lines = lines[:max_lines] + [f"    # ... {len(lines) - max_lines} more lines"]
     body = "\n".join(lines)
