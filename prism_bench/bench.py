@@ -58,6 +58,15 @@ def image_path(args: argparse.Namespace, name: str) -> Path | None:
     return args.write.parent / "images" / f"{name}.png" if args.write else None
 
 
+def with_chart(body: str, args: argparse.Namespace, name: str, draw: Callable[[Path], Path], alt: str) -> str:
+    """The body with its chart below it when --write is given: `draw(path)` writes the PNG and
+    says where it went."""
+    path = image_path(args, name)
+    if path is None:
+        return body
+    return body + f"\n\n![{alt}](images/{draw(path).name})"
+
+
 def mode_list(text: str) -> list[str]:
     """Modes given as one comma-separated argument."""
     modes = [m.strip() for m in text.split(",") if m.strip()]

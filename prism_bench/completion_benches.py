@@ -13,12 +13,26 @@ from prism_bench.bench import (
     add_threads,
     add_write,
     chosen_modes,
-    image_path,
     mode_list,
+    with_chart,
 )
 from prism_code.cli_args import bounded_int
 
 CURSOR_KINDS = ("indent", "mid", "dot")
+
+
+def _add_model_and_split(p: argparse.ArgumentParser, split: str) -> None:
+    p.add_argument("--model", default=DEFAULT_MODEL)
+    p.add_argument("--split", choices=("tune", "test", "all"), default=split)
+
+
+def _add_limit(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--limit", type=bounded_int(1), help="only this many tasks, spread over the split")
+
+
+def _add_known_only(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--known-only", action="store_true",
+                   help="run nothing: report the tasks every mode has already answered")
 
 
 def _repoeval_arguments(p: argparse.ArgumentParser) -> None:
@@ -35,21 +49,16 @@ def _run_repoeval(args: argparse.Namespace, command: str) -> Iterator[Section]:
 
     modes = chosen_modes(args.modes, repoeval.MODES, list(repoeval.MODES))
     evaluation = repoeval.run(args.model, args.per_project, modes, threads=args.threads)
-    body = repoeval.markdown(evaluation, command)
-    chart = image_path(args, f"repoeval-{args.model}")
-    if chart:
-        png = repoeval.chart(evaluation, chart)
-        body += f"\n\n![RepoEval {args.model}](images/{png.name})"
+    body = with_chart(repoeval.markdown(evaluation, command), args, f"repoeval-{args.model}",
+                      lambda path: repoeval.chart(evaluation, path), f"RepoEval {args.model}")
     yield Section(f"repoeval-{args.model}", body)
 
 
 def _completion_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", default=DEFAULT_MODEL)
-    p.add_argument("--split", choices=("tune", "test", "all"), default="tune")
+    _add_model_and_split(p, "tune")
     p.add_argument("--modes", nargs="*", help="modes to run (default: floor, product off and on)")
-    p.add_argument("--limit", type=bounded_int(1), help="only this many tasks, spread over the split")
-    p.add_argument("--known-only", action="store_true",
-                   help="run nothing: report the tasks every mode has already answered")
+    _add_limit(p)
+    _add_known_only(p)
     p.add_argument("--against-model", metavar="MODEL",
                    help="also compare each mode with this model's kept outcomes, paired by task")
     add_threads(p)
@@ -68,21 +77,17 @@ def _run_completion(args: argparse.Namespace, command: str) -> Iterator[Section]
                                     compute=False)
         body += "\n\n" + completion_gain.model_comparison(gain, other)
     section = f"completion-{args.split}-{args.model}"
-    chart = image_path(args, section)
-    if chart:
-        png = completion_gain.chart(gain, chart)
-        body += f"\n\n![Completion EM by mode and cursor]({'images/' + png.name})"
+    body = with_chart(body, args, section, lambda path: completion_gain.chart(gain, path),
+                      "Completion EM by mode and cursor")
     yield Section(section, body)
 
 
 def _linestart_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", default=DEFAULT_MODEL)
-    p.add_argument("--split", choices=("tune", "test", "all"), default="tune")
+    _add_model_and_split(p, "tune")
     p.add_argument("--modes", type=mode_list, metavar="A,B,...",
                    help="comma-separated modes (default: product,product-noretrieval,plain,peer)")
-    p.add_argument("--limit", type=bounded_int(1), help="only this many tasks, spread over the split")
-    p.add_argument("--known-only", action="store_true",
-                   help="run nothing: report the tasks every mode has already answered")
+    _add_limit(p)
+    _add_known_only(p)
     p.add_argument("--kinds", type=mode_list, metavar="K,...", default=list(CURSOR_KINDS),
                    help="only these cursor kinds (indent, mid, dot)")
     p.add_argument("--profile", action="store_true",
@@ -112,18 +117,15 @@ def _run_linestart(args: argparse.Namespace, command: str) -> Iterator[Section]:
         body += "\n\n" + linestart.disagreements(lines, *args.diff)
     section = f"linestart-{args.split}-{args.model}" + (
         "" if len(args.kinds) == len(CURSOR_KINDS) else "-" + "-".join(args.kinds))
-    chart = image_path(args, section)
-    if chart:
-        png = linestart.chart(lines, chart)
-        body += f"\n\n![Line-start completion EM by mode and cursor](images/{png.name})"
+    body = with_chart(body, args, section, lambda path: linestart.chart(lines, path),
+                      "Line-start completion EM by mode and cursor")
     yield Section(section, body)
 
 
 def _blocks_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", default=DEFAULT_MODEL)
-    p.add_argument("--split", choices=("tune", "test", "all"), default="all")
+    _add_model_and_split(p, "all")
     p.add_argument("--modes", nargs="*", help="retrieval off / retrieval on (default: both)")
-    p.add_argument("--limit", type=bounded_int(1), help="only this many tasks, spread over the split")
+    _add_limit(p)
     add_threads(p)
     add_write(p)
 

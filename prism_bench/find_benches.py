@@ -17,6 +17,7 @@ from prism_bench.bench import (
     add_write,
     chosen_modes,
     image_path,
+    with_chart,
 )
 from prism_code.cli_args import bounded_int, non_empty_path
 
@@ -66,11 +67,8 @@ def _run_repoqa(args: argparse.Namespace, command: str) -> Iterator[Section]:
     from prism_code.retrieval.dense import Embedder
 
     result = repoqa_retrieval.run(haystacks, index_cache, Embedder())
-    body = repoqa_retrieval.markdown(result, command)
-    chart = image_path(args, "repoqa-retrieval")
-    if chart:
-        png = repoqa_retrieval.chart(result, chart)
-        body += f"\n\n![RepoQA retrieval](images/{png.name})"
+    body = with_chart(repoqa_retrieval.markdown(result, command), args, "repoqa-retrieval",
+                      lambda path: repoqa_retrieval.chart(result, path), "RepoQA retrieval")
     yield Section("repoqa-retrieval", body)
 
 
