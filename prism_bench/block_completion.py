@@ -11,16 +11,13 @@ from __future__ import annotations
 
 import hashlib
 import statistics
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from prism_bench.block_tasks import BLOCK_LINES, BlockTask, build_block_benchmark, load_block_tasks
 from prism_bench.bootstrap import interval
-from prism_bench.machine_speed import MachineSpeed, measure
 from prism_bench.repoeval_data import default_cache_dir
-from prism_bench.task_runs import append_outcome, by_project, load_outcomes
-from prism_code.llm import LlamaSession
-from prism_code.progress import StageBars
+from prism_bench.task_runs import ModeRuns, TaskRun, by_project, load_outcomes, spread, still_to_run
 from prism_code.tasks.complete import CompletionSettings
 
 MODES: dict[str, CompletionSettings] = {
@@ -39,12 +36,7 @@ class BlockOutcome:
     decoded: int
 
 
-@dataclass
-class BlockResult:
-    model: str
-    tasks: list[BlockTask]
-    outcomes: dict[str, dict[str, BlockOutcome]] = field(default_factory=dict)
-    speed: MachineSpeed | None = None
+BlockResult = ModeRuns[BlockTask, BlockOutcome]
 
 
 def line_scores(task: BlockTask, outcome: BlockOutcome) -> list[tuple[bool, float]]:
@@ -66,29 +58,20 @@ def run(model: str, modes: list[str], split: str = "all", limit: int | None = No
     cache = default_cache_dir()
     tasks_file = build_block_benchmark()
     tasks = [t for t in load_block_tasks(tasks_file) if split == "all" or t.split == split]
-    if limit is not None and limit < len(tasks):
-        tasks = [tasks[i * len(tasks) // limit] for i in range(limit)]
-    result = BlockResult(model, tasks)
+    tasks = spread(tasks, limit)
+    result = BlockResult(model, split, tasks)
     files = {m: _file(cache, model, tasks_file, m) for m in modes}
     result.outcomes = {m: load_outcomes(files[m], BlockOutcome) for m in modes}
-    pending = [(t, m) for t in tasks for m in modes if t.task_id not in result.outcomes[m]]
+    pending = still_to_run(result, modes)
     if not pending:
         return result
-    session = LlamaSession.open(model, n_threads=threads)
-    result.speed = measure(session)
-    bars, done = StageBars(), 0
-    try:
-        for task, mode, completer, root in by_project(pending, cache, MODES, session):
+    with TaskRun(model, threads, result.outcomes, files, "block completions", len(pending)) as job:
+        result.speed = job.speed
+        for task, mode, completer, root in by_project(pending, cache, MODES, job.session):
             text, line, col = task.blanked(root)
             answer = completer.complete(task.path, text, line, col)
-            got = BlockOutcome(task.task_id, answer.completion.split("\n"), answer.latency_ms, answer.decoded)
-            result.outcomes[mode][task.task_id] = got
-            append_outcome(files[mode], got)
-            done += 1
-            bars("block completions", done, len(pending))
-    finally:
-        bars.close()
-        session.close()
+            job.keep(mode, BlockOutcome(task.task_id, answer.completion.split("\n"), answer.latency_ms,
+                                        answer.decoded))
     return result
 
 

@@ -14,14 +14,13 @@ import hashlib
 import statistics
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
 
 from prism_bench import baselines
 from prism_bench.bootstrap import interval, paired_difference
 from prism_bench.completion_modes import FLOOR, MODES, PRODUCT_OFF, PRODUCT_ON, mode_key
-from prism_bench.machine_speed import MachineSpeed, measure
 from prism_bench.repoeval_data import (
     CURSOR_KINDS,
     PROJECTS,
@@ -33,9 +32,17 @@ from prism_bench.repoeval_data import (
     load_tasks,
     project_root,
 )
-from prism_bench.task_runs import append_outcome, by_project, load_outcomes
+from prism_bench.task_runs import (
+    ModeRuns,
+    TaskRun,
+    by_project,
+    column,
+    em_chart,
+    load_outcomes,
+    spread,
+    still_to_run,
+)
 from prism_code.llm import LlamaSession
-from prism_code.progress import StageBars
 from prism_code.tasks.complete import Completer, CompletionSettings
 from prism_code.tasks.fim import split_at_cursor
 
@@ -54,13 +61,7 @@ class Outcome:
     latency_ms: float
 
 
-@dataclass
-class GainResult:
-    model: str
-    split: str
-    tasks: list[CompletionTask]
-    outcomes: dict[str, dict[str, Outcome]] = field(default_factory=dict)  # mode -> task id -> outcome
-    speed: MachineSpeed | None = None
+GainResult = ModeRuns[CompletionTask, Outcome]
 
 
 def blanked(task: CompletionTask, root: Path) -> tuple[str, int, int]:
@@ -89,45 +90,25 @@ def run(model: str, modes: Sequence[str], split: str = "tune", threads: int = 2,
     cache = default_cache_dir()
     task_file = build_benchmark(cache, PER_PROJECT, PER_PROJECT, cursor_kinds=CURSOR_KINDS)
     tasks = [t for t in load_tasks(task_file) if split == "all" or t.split == split]
-    if limit is not None:
-        tasks = _spread(tasks, limit)
+    tasks = spread(tasks, limit)
     result = GainResult(model, split, tasks)
     files = {mode: _results_file(cache, model, task_file, mode) for mode in modes}
     result.outcomes = {mode: load_outcomes(files[mode], Outcome) for mode in modes}
-    pending = [(t, m) for t in tasks for m in modes if t.task_id not in result.outcomes[m]]
-    if not compute:
-        missing = {t.task_id for t, _ in pending}
-        result.tasks = [t for t in tasks if t.task_id not in missing]
-        return result
+    pending = still_to_run(result, modes, compute)
     if not pending:
         return result
-    session = LlamaSession.open(model, n_threads=threads)
-    result.speed = measure(session)
-    bars, done = StageBars(), 0
     products = {m: s for m, s in MODES.items() if isinstance(s, CompletionSettings)}
-    try:
+    with TaskRun(model, threads, result.outcomes, files, "completions", len(pending)) as job:
+        result.speed = job.speed
         answers = chain(
             ((task, mode, _complete(completer, task, root))
              for task, mode, completer, root in by_project([p for p in pending if p[1] in products],
-                                                           cache, products, session)),
-            ((task, mode, _baseline(session, MODES[mode], task, cache))
+                                                           cache, products, job.session)),
+            ((task, mode, _baseline(job.session, MODES[mode], task, cache))
              for task, mode in pending if mode not in products))
-        for task, mode, outcome in answers:
-            result.outcomes[mode][task.task_id] = outcome
-            append_outcome(files[mode], outcome)
-            done += 1
-            bars("completions", done, len(pending))
-    finally:
-        bars.close()
-        session.close()
+        for _, mode, outcome in answers:
+            job.keep(mode, outcome)
     return result
-
-
-def _spread(tasks: list[CompletionTask], limit: int) -> list[CompletionTask]:
-    """`limit` tasks taken evenly across the list (so across projects and kinds)."""
-    if limit >= len(tasks):
-        return tasks
-    return [tasks[i * len(tasks) // limit] for i in range(limit)]
 
 
 def _complete(completer: Completer, task: CompletionTask, root: Path) -> Outcome:
@@ -153,13 +134,8 @@ def _baseline(session: LlamaSession, mode: object, task: CompletionTask, cache: 
 # ---- report -------------------------------------------------------------------------------
 
 
-def _column(result: GainResult, mode: str, metric: str, tasks: Sequence[CompletionTask]) -> list[float]:
-    known = result.outcomes[mode]
-    return [float(getattr(known[t.task_id], metric)) for t in tasks]
-
-
 def _share(result: GainResult, mode: str, tasks: Sequence[CompletionTask]) -> str:
-    return f"{statistics.mean(_column(result, mode, 'em', tasks)):.3f}" if tasks else "-"
+    return f"{statistics.mean(column(result, mode, 'em', tasks)):.3f}" if tasks else "-"
 
 
 def markdown(result: GainResult, command: str) -> str:
@@ -169,14 +145,14 @@ def markdown(result: GainResult, command: str) -> str:
     modes = list(result.outcomes)
     by_cursor = {k: [t for t in tasks if t.cursor_kind == k] for k in CURSOR_KINDS}
     by_kind = {k: [t for t in tasks if t.kind == k] for k in ("line", "api")}
-    floor_em = _column(result, FLOOR, "em", tasks) if FLOOR in modes else None
-    floor_es = _column(result, FLOOR, "es", tasks) if FLOOR in modes else None
+    floor_em = column(result, FLOOR, "em", tasks) if FLOOR in modes else None
+    floor_es = column(result, FLOOR, "es", tasks) if FLOOR in modes else None
     rows = []
     for mode in modes:
-        em, es = _column(result, mode, "em", tasks), _column(result, mode, "es", tasks)
+        em, es = column(result, mode, "em", tasks), column(result, mode, "es", tasks)
         gain_em = paired_difference(em, floor_em).signed() if floor_em and mode != FLOOR else "-"
         gain_es = paired_difference(es, floor_es).signed() if floor_es and mode != FLOOR else "-"
-        tokens = statistics.median(_column(result, mode, "prompt_tokens", tasks))
+        tokens = statistics.median(column(result, mode, "prompt_tokens", tasks))
         rows.append([mode, str(interval(em)), gain_em, str(interval(es)), gain_es,
                      *(_share(result, mode, by_cursor[k]) for k in CURSOR_KINDS),
                      *(_share(result, mode, by_kind[k]) for k in ("line", "api")), f"{tokens:.0f}"])
@@ -199,8 +175,8 @@ def markdown(result: GainResult, command: str) -> str:
 
 def _retrieval_gain(result: GainResult, tasks: Sequence[CompletionTask]) -> str:
     """What retrieval adds to the product's own prompt, paired by task."""
-    em = paired_difference(_column(result, PRODUCT_ON, "em", tasks), _column(result, PRODUCT_OFF, "em", tasks))
-    es = paired_difference(_column(result, PRODUCT_ON, "es", tasks), _column(result, PRODUCT_OFF, "es", tasks))
+    em = paired_difference(column(result, PRODUCT_ON, "em", tasks), column(result, PRODUCT_OFF, "em", tasks))
+    es = paired_difference(column(result, PRODUCT_ON, "es", tasks), column(result, PRODUCT_OFF, "es", tasks))
     return f"Retrieval's gain (product, retrieval on minus off, paired): EM {em.signed()}, ES {es.signed()}."
 
 
@@ -214,8 +190,8 @@ def model_comparison(result: GainResult, other: GainResult) -> str:
         if not both:
             lines.append(f"{mode}: {other.model} has answered none of these tasks.")
             continue
-        em = paired_difference(_column(result, mode, "em", both), _column(other, mode, "em", both))
-        es = paired_difference(_column(result, mode, "es", both), _column(other, mode, "es", both))
+        em = paired_difference(column(result, mode, "em", both), column(other, mode, "em", both))
+        es = paired_difference(column(result, mode, "es", both), column(other, mode, "es", both))
         lines.append(f"{mode}: {result.model} {_share(result, mode, both)} against {other.model} "
                      f"{_share(other, mode, both)} on the {len(both)} tasks both answered; "
                      f"difference, paired: EM {em.signed()}, ES {es.signed()}.")
@@ -224,13 +200,6 @@ def model_comparison(result: GainResult, other: GainResult) -> str:
 
 def chart(result: GainResult, path: Path) -> Path:
     """EM per mode, overall and by where the cursor sits."""
-    from prism_bench.charts import grouped_bars
-
-    modes = list(result.outcomes)
-    groups: dict[str, list[CompletionTask]] = {"all": result.tasks}
-    groups.update({k: [t for t in result.tasks if t.cursor_kind == k] for k in CURSOR_KINDS})
-    series: dict[str, Sequence[float]] = {
-        f"{name} ({len(tasks)})": [statistics.mean(_column(result, m, "em", tasks)) if tasks else 0.0 for m in modes]
-        for name, tasks in groups.items()}
-    return grouped_bars(path, f"Completion EM, {result.model}, {result.split} tasks, by cursor position",
-                        [m.replace(", ", ",\n") for m in modes], series, "exact match")
+    groups = {"all": result.tasks, **{k: [t for t in result.tasks if t.cursor_kind == k] for k in CURSOR_KINDS}}
+    return em_chart(result, path, f"Completion EM, {result.model}, {result.split} tasks, by cursor position", groups,
+                    [m.replace(", ", ",\n") for m in result.outcomes])

@@ -16,7 +16,7 @@ import hashlib
 import statistics
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from prism_bench import baselines
@@ -35,12 +35,19 @@ from prism_bench.linestart_data import (
     set_digest,
     split_of,
 )
-from prism_bench.machine_speed import MachineSpeed, measure
 from prism_bench.repoeval_data import CURSOR_KINDS, edit_similarity, exact_match
-from prism_bench.task_runs import append_outcome, load_outcomes
+from prism_bench.task_runs import (
+    ModeRuns,
+    TaskRun,
+    append_outcome,
+    column,
+    em_chart,
+    load_outcomes,
+    spread,
+    still_to_run,
+)
 from prism_code.index import RepoIndex
 from prism_code.llm import LlamaSession
-from prism_code.progress import StageBars
 from prism_code.tasks.complete import Completer, CompletionSettings
 from prism_code.tasks.fim import FimBudget, FimLayout, neighbour_lines, split_at_cursor
 
@@ -91,13 +98,7 @@ class Outcome:
     latency_ms: float
 
 
-@dataclass
-class LinestartResult:
-    model: str
-    split: str
-    tasks: list[LinestartTask]
-    outcomes: dict[str, dict[str, Outcome]] = field(default_factory=dict)  # mode -> task id -> outcome
-    speed: MachineSpeed | None = None
+LinestartResult = ModeRuns[LinestartTask, Outcome]
 
 
 def score(task: LinestartTask, completion: str) -> tuple[bool, float]:
@@ -109,13 +110,6 @@ def score(task: LinestartTask, completion: str) -> tuple[bool, float]:
 def _results_file(cache: Path, model: str, mode: str) -> Path:
     key = hashlib.sha256(f"{model}\n{set_digest(DATA_FILE)}\n{mode_key(MODES[mode])}".encode()).hexdigest()[:16]
     return cache / "results" / f"{key}.jsonl"
-
-
-def spread(tasks: list[LinestartTask], limit: int | None) -> list[LinestartTask]:
-    """`limit` tasks taken evenly across the list (so across projects and kinds)."""
-    if limit is None or limit >= len(tasks):
-        return tasks
-    return [tasks[i * len(tasks) // limit] for i in range(limit)]
 
 
 def run(model: str, modes: Sequence[str], split: str = "tune", limit: int | None = None,
@@ -133,33 +127,20 @@ def run(model: str, modes: Sequence[str], split: str = "tune", limit: int | None
         if mode in DERIVED:
             _copy_unrepeated(tasks, result.outcomes[mode], files[mode],
                              load_outcomes(_results_file(cache, model, DERIVED[mode]), Outcome))
-    pending = [(t, m) for m in modes for t in tasks if t.task_id not in result.outcomes[m]]
-    if not compute:
-        missing = {t.task_id for t, _ in pending}
-        result.tasks = [t for t in tasks if t.task_id not in missing]
-        return result
+    pending = still_to_run(result, modes, compute)
     if not pending:
         return result
-    session = LlamaSession.open(model, n_threads=threads)
-    result.speed = measure(session)
-    bars, done = StageBars(), 0
-    try:
+    with TaskRun(model, threads, result.outcomes, files, "completions", len(pending)) as job:
+        result.speed = job.speed
         for project in PROJECTS:
             todo = [(t, m) for t, m in pending if t.project == project.package]
             if not todo:
                 continue
-            with _Project(materialise(project, cache), cache, session) as runner:
+            with _Project(materialise(project, cache), cache, job.session) as runner:
                 # Mode by mode, each in file order: consecutive prompts share their start in the KV cache.
-                for mode in dict.fromkeys(m for _, m in todo):
+                for mode in [m for m in modes if any(pm == m for _, pm in todo)]:
                     for task in sorted((t for t, m in todo if m == mode), key=lambda t: (t.path, t.line)):
-                        outcome = runner.complete(task, mode)
-                        result.outcomes[mode][task.task_id] = outcome
-                        append_outcome(files[mode], outcome)
-                        done += 1
-                        bars("completions", done, len(pending))
-    finally:
-        bars.close()
-        session.close()
+                        job.keep(mode, runner.complete(task, mode))
     return result
 
 
@@ -236,19 +217,14 @@ class _Project:
 # ---- report -------------------------------------------------------------------------------
 
 
-def _column(result: LinestartResult, mode: str, metric: str, tasks: Sequence[LinestartTask]) -> list[float]:
-    known = result.outcomes[mode]
-    return [float(getattr(known[t.task_id], metric)) for t in tasks]
-
-
 def _mean(result: LinestartResult, mode: str, metric: str, tasks: Sequence[LinestartTask]) -> str:
-    return f"{statistics.mean(_column(result, mode, metric, tasks)):.3f}" if tasks else "-"
+    return f"{statistics.mean(column(result, mode, metric, tasks)):.3f}" if tasks else "-"
 
 
 def _gain(result: LinestartResult, mode: str, base: str, metric: str, tasks: Sequence[LinestartTask]) -> str:
     if mode == base or base not in result.outcomes or not tasks:
         return "-"
-    return paired_difference(_column(result, mode, metric, tasks), _column(result, base, metric, tasks)).signed()
+    return paired_difference(column(result, mode, metric, tasks), column(result, base, metric, tasks)).signed()
 
 
 def markdown(result: LinestartResult, command: str) -> str:
@@ -258,10 +234,10 @@ def markdown(result: LinestartResult, command: str) -> str:
     modes = list(result.outcomes)
     by_kind = {k: [t for t in tasks if t.kind == k] for k in CURSOR_KINDS}
     projects = sorted({t.project for t in tasks}, key=[p.package for p in PROJECTS].index)
-    rows = [[mode, str(interval(_column(result, mode, "em", tasks))), str(interval(_column(result, mode, "es", tasks))),
+    rows = [[mode, str(interval(column(result, mode, "em", tasks))), str(interval(column(result, mode, "es", tasks))),
              *(_mean(result, mode, "em", by_kind[k]) for k in CURSOR_KINDS),
              *(_mean(result, mode, "es", by_kind[k]) for k in CURSOR_KINDS),
-             f"{statistics.median(_column(result, mode, 'prompt_tokens', tasks)):.0f}"] for mode in modes]
+             f"{statistics.median(column(result, mode, 'prompt_tokens', tasks)):.0f}"] for mode in modes]
     header = ["mode", "EM [95% CI]", "ES [95% CI]", *(f"EM {k}" for k in CURSOR_KINDS),
               *(f"ES {k}" for k in CURSOR_KINDS), "prompt tokens p50"]
     gains = [[mode, *(_gain(result, mode, base, metric, subset)
@@ -308,13 +284,5 @@ def disagreements(result: LinestartResult, a: str, b: str, kind: str = "indent",
 
 def chart(result: LinestartResult, path: Path) -> Path:
     """EM per mode, overall and by where the cursor sits."""
-    from prism_bench.charts import grouped_bars
-
-    modes = list(result.outcomes)
-    groups: dict[str, list[LinestartTask]] = {"all": result.tasks}
-    groups.update({k: [t for t in result.tasks if t.kind == k] for k in CURSOR_KINDS})
-    series: dict[str, Sequence[float]] = {
-        f"{name} ({len(tasks)})": [statistics.mean(_column(result, m, "em", tasks)) if tasks else 0.0 for m in modes]
-        for name, tasks in groups.items()}
-    return grouped_bars(path, f"Line-start completion EM, {result.model}, {result.split} tasks",
-                        modes, series, "exact match")
+    groups = {"all": result.tasks, **{k: [t for t in result.tasks if t.kind == k] for k in CURSOR_KINDS}}
+    return em_chart(result, path, f"Line-start completion EM, {result.model}, {result.split} tasks", groups)

@@ -16,7 +16,7 @@ from prism_code.cancel import CancelCheck
 from prism_code.fragments import Fragment
 from prism_code.parse.model import Definition
 from prism_code.retrieval.dense import Embedder
-from prism_code.store import Store
+from prism_code.store.index_store import Store
 from prism_code.workspace import content_hash
 
 _BATCH = 64

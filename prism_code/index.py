@@ -47,7 +47,9 @@ from prism_code.relation_update import (
     recompute,
     relating,
 )
-from prism_code.store import IndexBusy, StaleIndex, Store, is_damage, workspace_db_path
+from prism_code.store.database import workspace_db_path
+from prism_code.store.errors import IndexBusy, StaleIndex, is_damage
+from prism_code.store.index_store import Store
 from prism_code.workspace import (
     FileState,
     LoadedFile,
@@ -62,7 +64,7 @@ from prism_code.workspace import (
 log = logging.getLogger(__name__)
 
 # Attempts at an update whose commit finds that another process committed first (only
-# possible where the write lock does not work, see store.FileLock).
+# possible where the write lock does not work, see store.file_lock.FileLock).
 _STALE_ATTEMPTS = 3
 
 # The stored mtime of a file indexed from an editor buffer: no real stat matches it, so once

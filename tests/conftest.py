@@ -1,8 +1,13 @@
+import hashlib
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
+from prism_code.llm import models
+from prism_code.llm.models import ModelSpec
 
 # The remote-engine tests' servers (llama-cpp-python's on loopback, a recording stub) as fixtures.
 pytest_plugins = ["remote_servers"]
@@ -42,3 +47,30 @@ def isolated_git(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
     for var in ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE"):
         monkeypatch.delenv(var, raising=False)
+
+
+@pytest.fixture()
+def part_packaged_model(tmp_path: Path,
+                        monkeypatch: pytest.MonkeyPatch) -> Callable[[list[int], str], tuple[ModelSpec, bytes]]:
+    """`make(sizes, prefix)`: a model registered as "fake" whose parts are small real packages of
+    random bytes (one per size) in tmp_path/site, on sys.path, so the lookup is the same find_spec
+    as for the PyPI part wheels; its spec and its whole file. Each part's package name starts with
+    `prefix` and the test's own folder name, so no two tests' parts share a name in one session."""
+
+    def make(sizes: list[int], prefix: str) -> tuple[ModelSpec, bytes]:
+        contents = [os.urandom(size) for size in sizes]
+        whole = b"".join(contents)
+        package_prefix = f"{prefix}_{tmp_path.name.replace('-', '_')}_"
+        site = tmp_path / "site"
+        for i, blob in enumerate(contents, 1):
+            package = site / f"{package_prefix}{i}"
+            (package / "data").mkdir(parents=True)
+            (package / "__init__.py").write_text("raise RuntimeError('part packages must not be imported')\n")
+            (package / "data" / f"part{i:02d}.bin").write_bytes(blob)
+        monkeypatch.syspath_prepend(str(site))
+        spec = ModelSpec.numbered("fake", "test", package_prefix.replace("_", "-"), "1.0", len(contents),
+                                         len(whole), hashlib.sha256(whole).hexdigest())
+        monkeypatch.setitem(models.MODELS, "fake", spec)
+        return spec, whole
+
+    return make

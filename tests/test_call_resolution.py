@@ -260,7 +260,7 @@ def test_receiver_chains_of_any_shape_resolve_partly_and_never_fail(receiver):
 
 def test_the_facts_survive_the_index_store():
     """Bindings, bases, stubs and decorators are stored with the parse and read back equal."""
-    from prism_code.store import parsed_from_json, parsed_to_json
+    from prism_code.store.parsed_json import parsed_from_json, parsed_to_json
 
     for path, text in sources().items():
         pf = parse_source(path, text)

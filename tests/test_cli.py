@@ -1,28 +1,18 @@
 """The `prism-code` command line, end to end, as a user runs it."""
 
 import json
-import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-
-FIXTURES = Path(__file__).parent / "fixtures"
-
-
-def run(*args: str, cache: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PRISM_CODE_CACHE_DIR": str(cache)}
-    return subprocess.run([sys.executable, "-m", "prism_code.cli", *args], capture_output=True,
-                          text=True, env=env, timeout=300)
+from cli_runner import FIXTURES, copy_fixture, run
 
 
 @pytest.fixture()
 def repo(tmp_path: Path) -> Path:
-    root = tmp_path / "multilang"
-    shutil.copytree(FIXTURES / "multilang", root)
-    return root
+    return copy_fixture("multilang", tmp_path)
 
 
 def test_index_then_find_with_embeddings(repo, tmp_path):

@@ -3,24 +3,16 @@
 import json
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_runner import FIXTURES, run
 
 from prism_bench import cli as bench_cli
 from prism_code import cli
 
-FIXTURES = Path(__file__).parent / "fixtures"
 ESC_NAME = "evil\x1b[31m\nname.py"  # an escape sequence and a newline in a file name
 ESC_SHOWN = "evil\\x1b[31m\\nname.py"
-
-
-def run(*args: str, cache: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PRISM_CODE_CACHE_DIR": str(cache)}
-    return subprocess.run([sys.executable, "-m", "prism_code.cli", *args], capture_output=True,
-                          text=True, env=env, timeout=300)
 
 
 def usage_error(capsys, *argv: str) -> str:

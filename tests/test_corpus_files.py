@@ -2,37 +2,26 @@
 process answers from it with the ranking a fresh build gives, and never from a stale copy."""
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_runner import copy_fixture, run
 
 from prism_code.config import IndexConfig
 from prism_code.index import RepoIndex
 from prism_code.tasks.corpus_files import FindOptions, corpus_dir, save_corpus, saved_search
 from prism_code.tasks.find_function import FunctionSearch
 
-FIXTURES = Path(__file__).parent / "fixtures"
 QUERIES = ["add an item to the cart", "compute the area of a shape", "parse the configuration file",
            "total price of the order with tax"]
 SAVED = "answering from the saved lexical index"
 
 
-def run(*args: str, cache: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PRISM_CODE_CACHE_DIR": str(cache)}
-    return subprocess.run([sys.executable, "-m", "prism_code.cli", *args], capture_output=True,
-                          text=True, env=env, timeout=300)
-
-
 @pytest.fixture()
 def repo(tmp_path: Path) -> Path:
-    root = tmp_path / "multilang"
-    shutil.copytree(FIXTURES / "multilang", root)
-    return root
+    return copy_fixture("multilang", tmp_path)
 
 
 def find(repo: Path, cache: Path, query: str) -> tuple[list[dict], bool]:

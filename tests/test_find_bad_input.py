@@ -11,24 +11,21 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import random
 import shutil
-import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 import pytest
 import pytest_asyncio
+from cli_runner import FIXTURES, run
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pytest_lsp import LanguageClient
 from test_server import command, start_server, stop_server
 
 from prism_code.lsp.locations import uri_path
 
-FIXTURES = Path(__file__).parent / "fixtures"
 EMBEDDING_TIMEOUT_S = 180
 
 # Queries that must rank: (id, description). Each is as a user might type or paste it.
@@ -83,18 +80,10 @@ def garbage_files(root: Path) -> None:
         (root / path).write_text(text, encoding="utf-8")
 
 
-def run(*args: str | bytes, cache: Path) -> subprocess.CompletedProcess[str]:
-    """`prism-code ARGS` as a user runs it, with its own default cache under `cache`."""
-    env = {**os.environ, "PRISM_CODE_CACHE_DIR": str(cache / "default")}
-    argv = [os.fsencode(a) if isinstance(a, str) else a for a in args]
-    return subprocess.run([os.fsencode(sys.executable), b"-m", b"prism_code.cli", *argv],
-                          capture_output=True, text=True, errors="replace", env=env, timeout=300)
-
-
 def find_json(repo: Path, cache: Path, description: str | bytes, *more: str) -> list[dict]:
     """`prism-code find REPO DESCRIPTION --json`: checked to succeed cleanly, parsed."""
     out = run("find", str(repo), description, "--json", "--cache-dir", str(cache / "index"), *more,
-              cache=cache)
+              cache=cache / "default")
     assert out.returncode == 0, out.stderr
     assert "Traceback" not in out.stderr
     results = json.loads(out.stdout)
@@ -122,7 +111,7 @@ def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def indexed(tree: Path) -> tuple[Path, Path]:
     """(repository, cache) after `prism-code index` with embeddings: find's default path."""
     cache = tree.parent / "cli-cache"
-    out = run("index", str(tree), "--json", "--cache-dir", str(cache / "index"), cache=cache)
+    out = run("index", str(tree), "--json", "--cache-dir", str(cache / "index"), cache=cache / "default")
     assert out.returncode == 0, out.stderr
     summary = json.loads(out.stdout)
     assert summary["embedded"] == 2 * (summary["functions"] + summary["types"]) > 0
@@ -143,7 +132,7 @@ def test_cli_ranks_any_query(indexed: tuple[Path, Path], description: str):
 
 def test_cli_text_output_of_an_odd_query_is_a_list(indexed: tuple[Path, Path]):
     repo, cache = indexed
-    out = run("find", str(repo), "?!...;;", "--top", "3", "--cache-dir", str(cache / "index"), cache=cache)
+    out = run("find", str(repo), "?!...;;", "--top", "3", "--cache-dir", str(cache / "index"), cache=cache / "default")
     assert out.returncode == 0, out.stderr
     assert [line.split(".", 1)[0].strip() for line in out.stdout.splitlines()[::2]] == ["1", "2", "3"]
 
@@ -159,7 +148,7 @@ def test_cli_query_with_bytes_that_are_not_utf8(indexed: tuple[Path, Path]):
 @pytest.mark.parametrize("description", ["", "   ", "\t\n"])
 def test_cli_empty_query_is_a_one_line_usage_error(indexed: tuple[Path, Path], description: str):
     repo, cache = indexed
-    out = run("find", str(repo), description, "--json", "--cache-dir", str(cache / "index"), cache=cache)
+    out = run("find", str(repo), description, "--json", "--cache-dir", str(cache / "index"), cache=cache / "default")
     assert out.returncode == 2
     assert out.stdout == ""
     assert out.stderr.strip().splitlines() == ["prism-code: error: the description is empty"]
@@ -181,7 +170,7 @@ def test_cli_repository_without_functions(tmp_path: Path, layout: str):
         (repo / "README.md").write_text("# Notes\n\nNothing to run here.\n")
         (repo / "data.csv").write_text("a,b\n1,2\n")
     assert find_json(repo, tmp_path, "compute the area") == []
-    out = run("find", str(repo), "compute the area", "--cache-dir", str(tmp_path / "index"), cache=tmp_path)
+    out = run("find", str(repo), "compute the area", "--cache-dir", str(tmp_path / "index"), cache=tmp_path / "default")
     assert out.returncode == 0, out.stderr
     assert out.stdout == ""
     assert "no functions" in out.stderr and "Traceback" not in out.stderr

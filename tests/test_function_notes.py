@@ -12,6 +12,7 @@ from prism_code.cli import main as cli_main
 from prism_code.file_order import file_order, functions_in_order
 from prism_code.fragments import function_key
 from prism_code.index import RepoIndex
+from prism_code.memory import note_writer
 from prism_code.memory.code_schemas import FunctionNote
 from prism_code.memory.cok import ModuleSummarizer, files_ready_for_summary, module_summary
 from prism_code.memory.deterministic_notes import (
@@ -107,7 +108,7 @@ def test_the_writer_prefix_is_stable_and_clips_long_functions(model_session):
     assert NoteWriter(model_session).prefix == writer.prefix
     long_source = "def f():\n" + "    x = 1\n" * 500
     tokens = writer._source_tokens("m.py", long_source)
-    assert len(tokens) < writer.settings.max_source_tokens + 20
+    assert len(tokens) < note_writer.MAX_SOURCE_TOKENS + 20
     assert model_session.detokenize(tokens).rstrip().endswith("...\n```")
 
 

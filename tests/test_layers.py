@@ -209,6 +209,10 @@ def test_the_rules_see_the_imports_they_are_about():
     assert ("prism_code.memory.runner", "prism_code.llm.backend", False) in seen  # under TYPE_CHECKING
     assert ("prism_code.tasks.find_prism", "prism_code.tasks.find_outcome", False) in seen
     assert layer_of("prism_code.graph") < layer_of("prism_code.store") < layer_of("prism_code.memory.cok")
+    # A package's modules are in its layer: the store's halves sit with the index that uses them.
+    assert layer_of("prism_code.store.index_store") == layer_of("prism_code.store.reads") \
+        == layer_of("prism_code.index")
+    assert ("prism_code.index", "prism_code.store.index_store", False) in seen
     assert layer_of("prism_code.lsp.app") == layer_of("prism_code.cli")
 
 

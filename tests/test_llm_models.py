@@ -1,13 +1,12 @@
 """Model provisioning: assembly, verification and error paths.
 
-Small real part packages are written to tmp_path and put on sys.path, so the same
-find_spec-based lookup as for the PyPI wheels is exercised.
+Small real part packages are written to tmp_path and put on sys.path (conftest's
+part_packaged_model), so the same find_spec-based lookup as for the PyPI wheels is exercised.
 """
 
 from __future__ import annotations
 
-import hashlib
-import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -23,26 +22,9 @@ from prism_code.llm.models import (
 )
 
 
-def _make_parts(root: Path, prefix: str, contents: list[bytes]) -> None:
-    for i, blob in enumerate(contents, 1):
-        pkg = root / f"{prefix}{i}"
-        (pkg / "data").mkdir(parents=True)
-        (pkg / "__init__.py").write_text("raise RuntimeError('part packages must not be imported')\n")
-        (pkg / "data" / f"part{i:02d}.bin").write_bytes(blob)
-
-
 @pytest.fixture
-def fake_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[ModelSpec, bytes]:
-    contents = [os.urandom(3000), os.urandom(5000), os.urandom(17)]
-    whole = b"".join(contents)
-    prefix = f"prism_test_part_{tmp_path.name.replace('-', '_')}_"
-    site = tmp_path / "site"
-    _make_parts(site, prefix, contents)
-    monkeypatch.syspath_prepend(str(site))
-    spec = ModelSpec.numbered("fake", "test", prefix.replace("_", "-"), "1.0", 3, len(whole),
-                              hashlib.sha256(whole).hexdigest())
-    monkeypatch.setitem(models.MODELS, "fake", spec)
-    return spec, whole
+def fake_model(part_packaged_model: Callable[[list[int], str], tuple[ModelSpec, bytes]]) -> tuple[ModelSpec, bytes]:
+    return part_packaged_model([3000, 5000, 17], "prism_test_part")
 
 
 def test_assembles_verifies_and_reuses(fake_model: tuple[ModelSpec, bytes], tmp_path: Path) -> None:

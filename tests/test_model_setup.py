@@ -1,15 +1,14 @@
 """`prism-code setup` and a command's first use of a model (prism_code/llm/model_setup.py).
 
-Small real part packages are written to tmp_path and put on sys.path, as in
-test_llm_models.py; the pip path runs the real pip with the index switched off, which is
+Small real part packages are written to tmp_path and put on sys.path (conftest's
+part_packaged_model, as in test_llm_models.py); the pip path runs the real pip with the index switched off, which is
 what a machine without network sees.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -20,28 +19,12 @@ from prism_code.llm.model_setup import provide_model, setup_model
 from prism_code.llm.models import ModelError, ModelSpec
 
 
-def _make_parts(root: Path, prefix: str, contents: list[bytes]) -> None:
-    for i, blob in enumerate(contents, 1):
-        pkg = root / f"{prefix}{i}"
-        (pkg / "data").mkdir(parents=True)
-        (pkg / "__init__.py").write_text("raise RuntimeError('part packages must not be imported')\n")
-        (pkg / "data" / f"part{i:02d}.bin").write_bytes(blob)
-
-
 @pytest.fixture
-def fake_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[ModelSpec, bytes]:
-    contents = [os.urandom(4000), os.urandom(1234)]
-    whole = b"".join(contents)
-    prefix = f"prism_setup_part_{tmp_path.name.replace('-', '_')}_"
-    site = tmp_path / "site"
-    _make_parts(site, prefix, contents)
-    monkeypatch.syspath_prepend(str(site))
-    spec = ModelSpec.numbered("fake", "test", prefix.replace("_", "-"), "1.0", 2, len(whole),
-                              hashlib.sha256(whole).hexdigest())
-    monkeypatch.setitem(models.MODELS, "fake", spec)
+def fake_model(part_packaged_model: Callable[[list[int], str], tuple[ModelSpec, bytes]], tmp_path: Path,
+               monkeypatch: pytest.MonkeyPatch) -> tuple[ModelSpec, bytes]:
     monkeypatch.setenv("PRISM_CODE_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "user-cache"))
-    return spec, whole
+    return part_packaged_model([4000, 1234], "prism_setup_part")
 
 
 def test_setup_assembles_once_then_does_nothing(fake_model: tuple[ModelSpec, bytes], tmp_path: Path) -> None:

@@ -25,7 +25,8 @@ from test_server import command, find, hover, open_file, position_of, start_serv
 
 from prism_code.cancel import Cancelled
 from prism_code.index import RepoIndex
-from prism_code.store import IndexBusy, workspace_db_path
+from prism_code.store.database import workspace_db_path
+from prism_code.store.errors import IndexBusy
 from prism_code.tasks.find_function import FunctionSearch
 
 REPO = Path(__file__).resolve().parents[1]

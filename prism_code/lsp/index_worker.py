@@ -31,7 +31,7 @@ from prism_code.lsp.workspace_notes import WorkspaceNotes
 from prism_code.memory.notes_store import NotesStore, count_notes, llm_note_texts
 from prism_code.parse import language_for_path
 from prism_code.retrieval.dense import Embedder, ModelUnavailable
-from prism_code.store import CacheDirError, IndexBusy, is_damage
+from prism_code.store.errors import CacheDirError, IndexBusy, is_damage
 from prism_code.tasks.corpus_files import save_corpus
 from prism_code.tasks.find_function import FunctionCorpus, FunctionSearch
 

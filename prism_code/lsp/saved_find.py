@@ -21,7 +21,8 @@ import threading
 from pathlib import Path
 
 from prism_code.config import IndexConfig
-from prism_code.store import Store, workspace_db_path
+from prism_code.store.database import workspace_db_path
+from prism_code.store.index_store import Store
 from prism_code.tasks.corpus_files import FindOptions, StoredCorpus, StoredSearch, answerable, current_corpus
 from prism_code.tasks.find_function import FoundFunction
 from prism_code.tasks.find_strategies import run_find

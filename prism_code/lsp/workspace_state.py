@@ -28,7 +28,7 @@ from prism_code.index import RepoIndex
 from prism_code.lsp.index_worker import IDLE, PAUSED, IndexWorker, ProgressSink
 from prism_code.lsp.locations import cursor, lsp_lines
 from prism_code.lsp.settings import Settings
-from prism_code.store import CacheDirError
+from prism_code.store.errors import CacheDirError
 from prism_code.tasks.find_events import FindListener
 from prism_code.tasks.find_function import FoundFunction
 from prism_code.tasks.find_strategies import run_find

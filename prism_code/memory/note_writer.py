@@ -110,13 +110,16 @@ _EXAMPLES: tuple[tuple[str, str, str, FunctionNote], ...] = (
                   "Loops over the attempts, sleeping after each failure.")),
 )
 
+# A longer function is shown up to here, then "...": its head says what it does, and the
+# prompt keeps room for the note's fields within a 2k-token context.
+MAX_SOURCE_TOKENS = 320
+# Tokens each field of a note may decode: a clause each, the procedure a little longer.
+FIELD_TOKENS: dict[str, int] = {"purpose": 28, "input": 20, "output": 20, "procedure": 32}
+
 
 @dataclass
 class NotesSettings:
     batch: int = 1  # functions sharing one context before it is cut back to the prefix
-    max_source_tokens: int = 320  # a longer function is shown up to here, then "..."
-    field_tokens: dict[str, int] = field(default_factory=lambda: {
-        "purpose": 28, "input": 20, "output": 20, "procedure": 32})
     model: str = ""  # recorded with each note; default: the session's model file name
 
 
@@ -172,8 +175,8 @@ class NoteWriter:
         language = language_for_path(path) or ""
         head = self.session.tokenize_text(f"{path}\n```{language}\n")
         body = self.session.tokenize_text(source.rstrip("\n"))
-        if len(body) > self.settings.max_source_tokens:
-            body = body[: self.settings.max_source_tokens] + self.session.tokenize_text("\n    ...")
+        if len(body) > MAX_SOURCE_TOKENS:
+            body = body[: MAX_SOURCE_TOKENS] + self.session.tokenize_text("\n    ...")
         return head + body + self.session.tokenize_text("\n```")
 
     def reset(self) -> None:
@@ -181,7 +184,7 @@ class NoteWriter:
         self._in_context = 0
 
     def _room_for_one_more(self) -> bool:
-        budget = (self.settings.max_source_tokens + sum(self.settings.field_tokens.values()) + 96)
+        budget = (MAX_SOURCE_TOKENS + sum(FIELD_TOKENS.values()) + 96)
         return (self._in_context < self.settings.batch
                 and len(self.tokens) + budget < self.session.n_ctx)
 
@@ -197,7 +200,7 @@ class NoteWriter:
         values: dict[str, str] = {}
         for i, name in enumerate(FIELDS):
             tokens += s.tokenize_text(scaffold)
-            gen = s.generate(tokens, max_tokens=self.settings.field_tokens[name], stop=('"', "\n"),
+            gen = s.generate(tokens, max_tokens=FIELD_TOKENS[name], stop=('"', "\n"),
                              cancelled=cancelled)
             accounting.add(gen.stats)
             if gen.stats.finish_reason == "cancelled":

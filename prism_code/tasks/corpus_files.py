@@ -44,7 +44,8 @@ from prism_code.parse.model import Definition
 from prism_code.retrieval.dense import Embedder
 from prism_code.retrieval.lexical import LexicalIndex
 from prism_code.retrieval.tokenize import code_tokens
-from prism_code.store import Store, workspace_db_path
+from prism_code.store.database import workspace_db_path
+from prism_code.store.index_store import Store
 from prism_code.tasks.find_function import CORPUS_VERSION, FunctionCorpus, FunctionSearch
 from prism_code.tasks.vector_files import load_vectors, save_vectors
 from prism_code.workspace import diff_scan, resolve_workspace, scan

@@ -33,13 +33,13 @@ SYSTEM = ("You read source code and name the function that a description asks fo
           "in [CODE] follows a line `### name`. Answer with JSON {\"function\": name}, the name "
           "exactly as written after ###.")
 PROMPT_OVERHEAD = 400  # instructions, the description and the answer, besides the code
+ANSWER_TOKENS = 48  # the answer: one JSON object naming a function, with a short reason
 
 
 @dataclass(frozen=True)
 class LongContextSettings:
     token_budget: int = 3000  # code tokens per prompt at most (and never past the window)
     scan: int = 200  # retrieval ranks tried when the repository does not fit
-    answer_tokens: int = 48
 
 
 @dataclass(frozen=True)
@@ -99,7 +99,7 @@ def find_long_context(session: CompletionBackend, search: FunctionSearch, descri
 def pick(session: CompletionBackend, search: FunctionSearch, retrieved: list[FoundFunction],
          settings: LongContextSettings) -> Picked:
     """The whole repository when it fits the budget, else retrieval's best that fit; in file order."""
-    budget = max(0, min(settings.token_budget, session.n_ctx - PROMPT_OVERHEAD - settings.answer_tokens))
+    budget = max(0, min(settings.token_budget, session.n_ctx - PROMPT_OVERHEAD - ANSWER_TOKENS))
     ordered = functions_in_order(search.index)
     keys = _keys(ordered)
     sizes = _sizes(session, search, ordered, keys)
@@ -133,7 +133,7 @@ def ask(session: CompletionBackend, index: RepoIndex, description: str, shown: l
             + "\n\nWhich function in [CODE] does [QUERY] describe?")
     names = [s.key for s in shown]
     gen = session.generate(session.chatml([("system", SYSTEM), ("user", user)]),
-                           max_tokens=settings.answer_tokens, grammar=answer_grammar(names),
+                           max_tokens=ANSWER_TOKENS, grammar=answer_grammar(names),
                            cancelled=cancelled)
     accounting.add(gen.stats)
     if gen.stats.finish_reason == "cancelled":

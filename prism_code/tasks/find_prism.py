@@ -83,6 +83,13 @@ ANSWER = ("Every candidate has been read; the memory holds those that could fit.
           'describes, the best fit. Answer with JSON {"function": name}, name being a key of '
           "candidate_functions.")
 STRONG_FIT = 8  # nearer "does exactly what [QUERY] says" (10) than "similar job" (5)
+# Retrieval's top-n whose bodies (or signatures) the likelihood reads: RepoQA's needles sit in
+# retrieval's top 10 for most queries, and each one more costs a forward pass.
+LIKELIHOOD_CANDIDATES = 10
+# A body shown to the PRISM pass is cut here: its head says what it does, and the pass's
+# prompt keeps room for five candidates per step.
+MAX_BODY_LINES = 60
+ANSWER_TOKENS = 40  # the final answer: one short JSON object naming a function and its reason
 LONG_QUERY_BODIES = 3  # #16: the most bodies that fit 2,000 prompt tokens a RepoQA query
 
 
@@ -106,38 +113,25 @@ class PrismSettings:
     encoding: Encoding = Encoding.AMENDMENTS
     allow_updates: bool = True
     max_revisions: int = 2  # per step: the candidates a step may keep
-    strong_fit: int = STRONG_FIT  # the fit the model must give a candidate to move it above retrieval's first
-    max_body_lines: int = 60  # a long body is cut; its head says what it does
     step_tokens: int = 120  # decoded per step at most
-    answer_tokens: int = 40
     evidence: Evidence = "likelihood"
-    likelihood_candidates: int = 10  # retrieval's top-n whose bodies the likelihood reads
     # With likelihood evidence the pass comes after the ranking and notes its first few,
     # two per step: the reasons shown for the results a user reads.
     noted: int = 4
     noted_chunk: int = 2
-    likelihood_lines: int = DEFAULT_LINES
-    likelihood_tokens: int | None = DEFAULT_DESCRIPTION_TOKENS  # the description's head that is scored
-    # Nats per description token the best candidate must gain over retrieval's first.
-    likelihood_margin: float = DEFAULT_MARGIN
-    # A sentence is scored after the bodies' code only (comments and docstrings out: a look-alike's
-    # docstring would echo its words), with its own margin; a long description as written.
-    short_query_margin: float = SHORT_QUERY_MARGIN
-    short_query_code_only: bool = True
     # A sentence is read against each candidate's signature instead (signature_pmi): chosen on the
     # docstrings tuning split over the bodies (`prism-code bench likelihood`), at a third of the tokens.
     short_query_evidence: ShortEvidence = "signature"
-    signature_margin: float = SIGNATURE_MARGIN
     # A long description reads every signature first, then the bodies of retrieval's first and of
     # the others whose headers it raised most, this many bodies in all (0: every body, no signatures).
     long_query_bodies: int = LONG_QUERY_BODIES
     # A sentence is first written out as code by the model and searched with both
     # (tasks/query_expansion.py); the signatures are then read from the fused list, whose first is
-    # right more often, so moving a candidate above it takes a larger margin. Both chosen on the
-    # docstrings tuning split (`prism-code bench likelihood --expand`): 0.629 against 0.600 for the
-    # signatures on retrieval's own list; test split 0.514 against 0.486.
+    # right more often, so moving a candidate above it takes a larger margin
+    # (signature_pmi.EXPANDED_SIGNATURE_MARGIN). Chosen on the docstrings tuning split
+    # (`prism-code bench likelihood --expand`): 0.629 against 0.600 for the signatures on
+    # retrieval's own list; test split 0.514 against 0.486.
     expand_short_queries: bool = True
-    expanded_signature_margin: float = EXPANDED_SIGNATURE_MARGIN
 
 
 def candidate_text(index: RepoIndex, found: FoundFunction, key: str, view: View,
@@ -203,7 +197,7 @@ class _Query:
 
     @property
     def signature_margin(self) -> float:
-        return self.settings.expanded_signature_margin if self.expanded else self.settings.signature_margin
+        return EXPANDED_SIGNATURE_MARGIN if self.expanded else SIGNATURE_MARGIN
 
     def emit(self, stage: Stage, message: str, done: int) -> None:
         if self.on_event is not None:
@@ -250,7 +244,7 @@ def find_prism(session: ScoringBackend, search: FunctionSearch, description: str
         by_signature = (len(description.split()) <= SHORT_QUERY_WORDS
                         and settings.short_query_evidence == "signature")
         decide = _by_signature if by_signature else _by_likelihood
-        chosen = decide(query, search.index, candidates, settings.likelihood_candidates)
+        chosen = decide(query, search.index, candidates, LIKELIHOOD_CANDIDATES)
         # The pass then writes the reasons for the results the user reads first.
         noted = sorted(candidates, key=lambda c: c.key != chosen)[:noted_n]
         passed = _note(query, noted, chunk, state_cache, steps_before=scored_n)
@@ -291,12 +285,12 @@ def _expanded(query: _Query, search: FunctionSearch, retrieved: list[FoundFuncti
 def _staged(settings: PrismSettings, description: str, candidates: int) -> bool:
     """Whether a long description reads the signatures before a shortlist's bodies."""
     return (len(description.split()) > SHORT_QUERY_WORDS
-            and 0 < settings.long_query_bodies < min(settings.likelihood_candidates, candidates))
+            and 0 < settings.long_query_bodies < min(LIKELIHOOD_CANDIDATES, candidates))
 
 
 def _model_scores(settings: PrismSettings, description: str, candidates: int) -> int:
     """The forward passes the likelihood makes for a query: its progress total."""
-    n = min(settings.likelihood_candidates, candidates)
+    n = min(LIKELIHOOD_CANDIDATES, candidates)
     return n + settings.long_query_bodies if _staged(settings, description, candidates) else n
 
 
@@ -324,7 +318,7 @@ def _candidates(search: FunctionSearch, pool: list[FoundFunction], keys: list[st
     own_store = store is None
     store = store or NotesStore.for_index(search.index)
     try:
-        return [CandidateText(k, f, candidate_text(search.index, f, k, settings.view, store, settings.max_body_lines))
+        return [CandidateText(k, f, candidate_text(search.index, f, k, settings.view, store, MAX_BODY_LINES))
                 for k, f in zip(keys, pool)]
     finally:
         if own_store:
@@ -367,12 +361,12 @@ def _note(query: _Query, noted: list[CandidateText], chunk: int, state_cache: St
 def _by_memory(query: _Query, passed: PassResult, keys: list[str], names: list[str]) -> str | None:
     """The key the answer call over the memory moves above retrieval's first, else None."""
     stats = query.stats
-    contenders = promotable(keys, stats["memory"], query.settings.strong_fit)
+    contenders = promotable(keys, stats["memory"], STRONG_FIT)
     if not contenders:
         # Whatever the answer named, retrieval's first would stay first: no call needed.
         stats["chosen_by"] = "retrieval: no other candidate rated a strong fit"
         return None
-    gen = query.session.generate(passed.final_prompt(ANSWER), max_tokens=query.settings.answer_tokens,
+    gen = query.session.generate(passed.final_prompt(ANSWER), max_tokens=ANSWER_TOKENS,
                                  grammar=answer_grammar(names), cancelled=query.cancelled)
     query.accounting.add(gen.stats)
     stats["answer"] = gen.text
@@ -406,9 +400,11 @@ def _by_likelihood(query: _Query, index: RepoIndex, candidates: list[CandidateTe
     logprobs: dict[int, float] = {}
     query.emit("likelihood", f"scoring the description against {len(scored)} candidate bodies", done)
     short = len(query.description.split()) <= SHORT_QUERY_WORDS
-    code_only = short and settings.short_query_code_only
-    margin = settings.short_query_margin if short else settings.likelihood_margin
-    bodies = [body_text(index, c.found, c.key, settings.likelihood_lines, code_only) for c in scored]
+    # A sentence is scored after the bodies' code only (comments and docstrings out: a look-alike's
+    # docstring would echo its words), with its own margin (nats per description token the best
+    # candidate must gain over retrieval's first); a long description after the bodies as written.
+    margin = SHORT_QUERY_MARGIN if short else DEFAULT_MARGIN
+    bodies = [body_text(index, c.found, c.key, DEFAULT_LINES, code_only=short) for c in scored]
 
     def on_scored(i: int, logprob: float) -> None:
         query.emit("likelihood", f"scored {i + 1}/{len(scored)}: {scored[i].key} ({logprob:.2f}/token)",
@@ -418,7 +414,7 @@ def _by_likelihood(query: _Query, index: RepoIndex, candidates: list[CandidateTe
                               {c.found.key for c in scored[:i + 1]}, done + i + 1)
 
     verdict = rerank(query.session, bodies, query.description, margin, query.cancelled,
-                     settings.likelihood_tokens, on_scored)
+                     DEFAULT_DESCRIPTION_TOKENS, on_scored)
     for cost in verdict.stats:
         query.accounting.add(cost)
     stats = query.stats

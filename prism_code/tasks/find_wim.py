@@ -86,6 +86,17 @@ FINAL_ASK = ("Notes I took while reading the candidates:\n{notes}\n"
 MARGIN_OPEN = '{"relevant":'
 MARGIN_NAME_OPEN = ' true, "function": "'
 ANSWER_OPEN = '{"function": "'
+# Length of a margin's why and of the answer's reason, in characters: a clause a user reads at
+# a glance (its tokens, about half as many, are what each margin decodes).
+WHY_CHARS = 40
+EXIT_PROBABILITY = 0.9  # P(relevant) of a margin that ends the run early
+# The paper's I_A holds the query; here it sits once at the head of the context instead (about
+# 250 tokens saved per margin) and is restated only in the final question: each margin asks
+# about "the description above".
+MARGIN_QUERY = "(the description above)"
+# The answer moves above retrieval's first only when the description is more likely after its
+# body than after the first's by query_likelihood's DEFAULT_MARGIN (nats/token), read over
+# DEFAULT_LINES of each body and the description's first DEFAULT_DESCRIPTION_TOKENS tokens.
 
 
 @dataclass(frozen=True)
@@ -94,17 +105,6 @@ class WimSettings:
     segment: int = 3  # functions in each later segment
     function_tokens: int = 64  # most tokens of source shown per candidate (signature, docstring, start)
     query_tokens: int = 320  # most tokens of the description (it is repeated in each I_A)
-    why_chars: int = 40  # length of a margin's why / the answer's reason
-    exit_probability: float = 0.9  # P(relevant) of a margin that ends the run early
-    # The paper's I_A holds the query; here it sits once at the head of the context instead
-    # (about 250 tokens saved per margin) and is restated only in the final question.
-    repeat_query: bool = False
-    # The answer moves above retrieval's first only when the description is this much more
-    # likely (nats/token) after its body than after the first's (query_likelihood); None
-    # takes the answer as it is, as the paper does.
-    verify_margin: float | None = DEFAULT_MARGIN
-    verify_lines: int = DEFAULT_LINES
-    verify_tokens: int | None = DEFAULT_DESCRIPTION_TOKENS
 
 
 @dataclass(frozen=True)
@@ -278,8 +278,7 @@ class WimReader:
             self.context += c.tokens
         keep = len(self.context)
         labels = [c.label for c in members]
-        query = self.query if self.settings.repeat_query else "(the description above)"
-        ask = self._turn(MARGIN_ASK.format(labels=", ".join(labels), query=query), MARGIN_OPEN)
+        ask = self._turn(MARGIN_ASK.format(labels=", ".join(labels), query=MARGIN_QUERY), MARGIN_OPEN)
         try:
             stats = s.prefill(self.context + ask, cancelled=self.cancelled)
             if stats.encoded == 0 and not stats.cancelled:
@@ -294,8 +293,8 @@ class WimReader:
             margin = Margin(segment, p_true, p_true >= 0.5)
             if margin.relevant:
                 opening = ask + s.tokenize_text(MARGIN_NAME_OPEN)
-                gen = s.generate(self.context + opening, max_tokens=12 + self.settings.why_chars // 2,
-                                 grammar=name_grammar(labels, "why", self.settings.why_chars),
+                gen = s.generate(self.context + opening, max_tokens=12 + WHY_CHARS // 2,
+                                 grammar=name_grammar(labels, "why", WHY_CHARS),
                                  cancelled=self.cancelled)
                 self.accounting.add(gen.stats)
                 if gen.stats.finish_reason == "cancelled":
@@ -326,8 +325,8 @@ class WimReader:
         notes = "\n".join(f"- part {m.segment}: {m.text()}" for m in kept) or "- none of the parts looked relevant"
         labels = [c.label for c in self.candidates[: self._read_count(margins)]]
         prompt = self.context + self._turn(FINAL_ASK.format(notes=notes, query=self.query), ANSWER_OPEN)
-        gen = s.generate(prompt, max_tokens=12 + self.settings.why_chars // 2,
-                         grammar=name_grammar(labels, "reason", self.settings.why_chars), cancelled=self.cancelled)
+        gen = s.generate(prompt, max_tokens=12 + WHY_CHARS // 2,
+                         grammar=name_grammar(labels, "reason", WHY_CHARS), cancelled=self.cancelled)
         self.accounting.add(gen.stats)
         if gen.stats.finish_reason == "cancelled":
             raise Cancelled("find cancelled")
@@ -367,8 +366,7 @@ def build_candidates(session: ScoringBackend, search: FunctionSearch, found: Seq
 
 
 def _check_answer(session: ScoringBackend, search: FunctionSearch, cands: Sequence[CandidateBlock], run: WimRun,
-                  description: str, settings: WimSettings, accounting: Accounting,
-                  cancelled: CancelCheck | None) -> None:
+                  description: str, accounting: Accounting, cancelled: CancelCheck | None) -> None:
     """Hold the answer below retrieval's first unless the description's likelihood backs it.
 
     A 0.5B model's final answer is a weaker ranker than retrieval (it names a wrong
@@ -376,8 +374,8 @@ def _check_answer(session: ScoringBackend, search: FunctionSearch, cands: Sequen
     after each of the two bodies is the check that separates them (query_likelihood).
     """
     pair = [cands[0], next(c for c in cands if c.label == run.answer)]
-    bodies = [body_text(search.index, c.found, c.label, settings.verify_lines) for c in pair]
-    verdict = rerank(session, bodies, description, settings.verify_margin or 0.0, cancelled, settings.verify_tokens)
+    bodies = [body_text(search.index, c.found, c.label, DEFAULT_LINES) for c in pair]
+    verdict = rerank(session, bodies, description, DEFAULT_MARGIN, cancelled, DEFAULT_DESCRIPTION_TOKENS)
     for cost in verdict.stats:
         accounting.add(cost)
     run.likelihood = {c.label: v for c, v in zip(pair, verdict.scores)}
@@ -439,7 +437,7 @@ def find_wim(session: ScoringBackend, search: FunctionSearch, description: str, 
             run.margins.append(margin)
             emit("margin", f"margin {k}/{len(bounds)}: {margin.text()}", k)
             rankings.scored(read_so_far(cands, run, b)[: max(top, 1)], {c.found.key for c in cands[:b]}, b)
-            if early_exit and margin.relevant and margin.label and margin.p_relevant >= settings.exit_probability:
+            if early_exit and margin.relevant and margin.label and margin.p_relevant >= EXIT_PROBABILITY:
                 run.early_exit = True
                 run.answer, run.answer_reason = margin.label, margin.why
                 break
@@ -447,8 +445,8 @@ def find_wim(session: ScoringBackend, search: FunctionSearch, description: str, 
             run.answer, run.answer_reason = reader.answer(run.margins)
             if run.answer is None:
                 log.info("wim answer named no candidate; keeping retrieval order")
-        if run.answer is not None and run.answer != cands[0].label and settings.verify_margin is not None:
-            _check_answer(session, search, cands, run, description, settings, accounting, cancelled)
+        if run.answer is not None and run.answer != cands[0].label:
+            _check_answer(session, search, cands, run, description, accounting, cancelled)
         held = f" (held below retrieval's first {cands[0].label}: the likelihood does not back it)" if run.held else ""
         emit("answer", f"answer: {run.answer or 'none (retrieval order)'}{held}", total)
     results = rank_results(cands, run)[: max(top, 1)]

@@ -9,9 +9,9 @@
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { Browser, chromium } from 'playwright-core';
-import { CodeServerDirs, RunningCodeServer, installExtension, startCodeServer } from './codeServer';
+import { CodeServerDirs, installExtension } from './codeServer';
 import { serverCapabilities } from './serverProbe';
+import { CodeServerWindow, QUIET_SETTINGS, Steps, check, required } from './session';
 import { Workbench } from './workbench';
 
 interface Config {
@@ -23,14 +23,6 @@ interface Config {
   artifacts: string;
   readmeImage: string;
   updateReadmeImage: boolean;
-}
-
-function required(name: string): string {
-  const value = process.env[name];
-  if (!value) {
-    throw new Error(`${name} is not set (run scripts/e2e.sh)`);
-  }
-  return value;
 }
 
 function config(): Config {
@@ -82,41 +74,6 @@ const INDEXED_TIMEOUT_MS = 420_000;
 const UI_TIMEOUT_MS = 60_000;
 const GHOST_TIMEOUT_MS = 120_000;
 
-class Steps {
-  readonly timings: Record<string, number> = {};
-  readonly skipped: Record<string, string> = {};
-  private readonly started = Date.now();
-
-  async run<T>(name: string, step: () => Promise<T>): Promise<T> {
-    const start = Date.now();
-    process.stdout.write(`e2e: ${name} ...`);
-    try {
-      const result = await step();
-      this.timings[name] = (Date.now() - start) / 1000;
-      process.stdout.write(` ok (${this.timings[name].toFixed(1)} s)\n`);
-      return result;
-    } catch (error) {
-      process.stdout.write(` FAILED after ${((Date.now() - start) / 1000).toFixed(1)} s\n`);
-      throw error;
-    }
-  }
-
-  skip(name: string, reason: string): void {
-    this.skipped[name] = reason;
-    process.stdout.write(`e2e: ${name} SKIPPED: ${reason}\n`);
-  }
-
-  get total(): number {
-    return (Date.now() - this.started) / 1000;
-  }
-}
-
-function check(condition: boolean, message: string): void {
-  if (!condition) {
-    throw new Error(message);
-  }
-}
-
 /** A fresh workspace: multilang with calcrepo's calc/ package beside it, as plain files. */
 function makeWorkspace(repo: string, root: string): string {
   const folder = path.join(root, 'workspace');
@@ -133,17 +90,7 @@ function machineSettings(cfg: Config, cacheDir: string): Record<string, unknown>
 
 function userSettings(): Record<string, unknown> {
   return {
-    // A quiet, predictable window: no welcome page, tips, trust prompt or update checks.
-    'workbench.startupEditor': 'none',
-    'workbench.tips.enabled': false,
-    'workbench.welcomePage.walkthroughs.openOnInstall': false,
-    'security.workspace.trust.enabled': false,
-    'extensions.autoUpdate': false,
-    'extensions.autoCheckUpdates': false,
-    'update.mode': 'none',
-    'telemetry.telemetryLevel': 'off',
-    'window.restoreWindows': 'none',
-    'git.enabled': false,
+    ...QUIET_SETTINGS,
     // The suggest widget would cover the ghost text the completion step looks for.
     'editor.suggestOnTriggerCharacters': false,
     'editor.quickSuggestions': { other: false, comments: false, strings: false },
@@ -384,7 +331,7 @@ async function indexingCommands(wb: Workbench, cfg: Config, steps: Steps, dirs: 
 
 async function main(): Promise<void> {
   const cfg = config();
-  const steps = new Steps();
+  const steps = new Steps('e2e');
   fs.rmSync(cfg.artifacts, { recursive: true, force: true });
   fs.mkdirSync(cfg.artifacts, { recursive: true });
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'prism-e2e-'));
@@ -393,9 +340,7 @@ async function main(): Promise<void> {
     userData: path.join(root, 'user-data'),
     extensions: path.join(root, 'extensions'),
   };
-  let codeServer: RunningCodeServer | undefined;
-  let browser: Browser | undefined;
-  let wb: Workbench | undefined;
+  const session = new CodeServerWindow(steps, dirs, cfg.artifacts);
   let failed = false;
   try {
     const offered = await steps.run('ask the server what it offers', async () => {
@@ -410,20 +355,15 @@ async function main(): Promise<void> {
     const folder = makeWorkspace(cfg.repo, root);
     const cacheDir = path.join(root, 'cache');
     writeSettings(dirs, cfg, cacheDir);
-    codeServer = await steps.run('start code-server', () => startCodeServer(dirs,
-      path.join(cfg.artifacts, 'code-server.log'), { ...process.env, PRISM_CODE_CACHE_DIR: cacheDir }));
-    const url = `${codeServer.url}/?folder=${encodeURIComponent(folder)}`;
-    browser = await chromium.launch({ executablePath: cfg.chromium, args: ['--no-sandbox'] });
-    const page = await browser.newPage({ viewport: { width: 1280, height: 760 } });
-    const console_ = fs.createWriteStream(path.join(cfg.artifacts, 'browser-console.log'));
-    page.on('console', (message) => console_.write(`${message.type()}: ${message.text()}\n`));
-    wb = new Workbench(page);
-    const workbench = wb;
-    await steps.run('open the workbench', () => workbench.open(url, UI_TIMEOUT_MS));
+    await session.start({ ...process.env, PRISM_CODE_CACHE_DIR: cacheDir });
+    const wb = await session.open(cfg.chromium, folder, UI_TIMEOUT_MS, (page) => {
+      const console_ = fs.createWriteStream(path.join(cfg.artifacts, 'browser-console.log'));
+      page.on('console', (message) => console_.write(`${message.type()}: ${message.text()}\n`));
+    });
     // The bar shows the notes pass's progress once indexing is done, and the function count
     // after it; on a slow host the model's notes for the whole fixture outlast this wait.
     const status = await steps.run('indexing done (status bar)',
-      () => workbench.waitForStatus(/PRISM: (\d+ functions|notes \d+\/\d+)/, INDEXED_TIMEOUT_MS));
+      () => wb.waitForStatus(/PRISM: (\d+ functions|notes \d+\/\d+)/, INDEXED_TIMEOUT_MS));
     console.log(`e2e:   status bar: ${status}`);
     await wb.screenshot(path.join(cfg.artifacts, '01-indexed.png'));
     // Hover first: the QuickPick then opens over code, which makes the better picture.
@@ -434,17 +374,9 @@ async function main(): Promise<void> {
     await indexingCommands(wb, cfg, steps, dirs);
   } catch (error) {
     failed = true;
-    console.error(`e2e: ${error instanceof Error ? error.stack ?? error.message : String(error)}`);
-    await wb?.screenshot(path.join(cfg.artifacts, 'failure.png')).catch(() => undefined);
+    await session.failed(error);
   } finally {
-    await browser?.close().catch(() => undefined);
-    await codeServer?.stop();
-    // The extension host's logs hold the PRISM output channel: keep them with the screenshots.
-    const logs = path.join(dirs.userData, 'logs');
-    if (fs.existsSync(logs)) {
-      fs.cpSync(logs, path.join(cfg.artifacts, 'logs'), { recursive: true });
-    }
-    fs.rmSync(root, { recursive: true, force: true });
+    await session.close(root);
   }
   const report = { passed: !failed, seconds: steps.total, timings: steps.timings, skipped: steps.skipped };
   fs.writeFileSync(path.join(cfg.artifacts, 'timings.json'), JSON.stringify(report, null, 2));

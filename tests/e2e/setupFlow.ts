@@ -9,8 +9,8 @@
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { Browser, chromium } from 'playwright-core';
-import { CodeServerDirs, RunningCodeServer, installExtension, startCodeServer } from './codeServer';
+import { CodeServerDirs, installExtension } from './codeServer';
+import { CodeServerWindow, QUIET_SETTINGS, Steps, check, required } from './session';
 import { Workbench } from './workbench';
 
 const OFFER = 'Set up prism-code';
@@ -29,47 +29,6 @@ const OFFER_TIMEOUT_MS = 120_000;
 // embeddings; llama-cpp-python compiling from source would add ~6 minutes.
 const SET_UP_TIMEOUT_MS = 1_200_000;
 const INDEXED_TIMEOUT_MS = 420_000;
-
-function required(name: string): string {
-  const value = process.env[name];
-  if (!value) {
-    throw new Error(`${name} is not set (run scripts/e2e.sh)`);
-  }
-  return value;
-}
-
-function check(condition: boolean, message: string): void {
-  if (!condition) {
-    throw new Error(message);
-  }
-}
-
-async function step<T>(name: string, run: () => Promise<T>): Promise<T> {
-  const start = Date.now();
-  process.stdout.write(`e2e-setup: ${name} ...`);
-  try {
-    const result = await run();
-    process.stdout.write(` ok (${((Date.now() - start) / 1000).toFixed(1)} s)\n`);
-    return result;
-  } catch (error) {
-    process.stdout.write(` FAILED after ${((Date.now() - start) / 1000).toFixed(1)} s\n`);
-    throw error;
-  }
-}
-
-// Only what keeps the window quiet and the pictures steady: nothing about prism.
-const QUIET_SETTINGS = {
-  'workbench.startupEditor': 'none',
-  'workbench.tips.enabled': false,
-  'workbench.welcomePage.walkthroughs.openOnInstall': false,
-  'security.workspace.trust.enabled': false,
-  'extensions.autoUpdate': false,
-  'extensions.autoCheckUpdates': false,
-  'update.mode': 'none',
-  'telemetry.telemetryLevel': 'off',
-  'window.restoreWindows': 'none',
-  'git.enabled': false,
-};
 
 /** Every directory named `name` under `root`. */
 function directoriesNamed(root: string, name: string): string[] {
@@ -134,30 +93,24 @@ async function main(): Promise<void> {
   delete env.PYTHONPATH;
   delete env.VIRTUAL_ENV;
 
-  let codeServer: RunningCodeServer | undefined;
-  let browser: Browser | undefined;
-  let wb: Workbench | undefined;
+  const steps = new Steps('e2e-setup');
+  const session = new CodeServerWindow(steps, dirs, artifacts);
   let failed = false;
   const started = Date.now();
   try {
-    await step('install the .vsix', () => installExtension(dirs, required('PRISM_E2E_VSIX')));
-    codeServer = await step('start code-server', () => startCodeServer(dirs, path.join(artifacts, 'code-server.log'), env));
-    browser = await chromium.launch({ executablePath: process.env.PRISM_E2E_CHROMIUM ?? '/usr/bin/chromium',
-      args: ['--no-sandbox'] });
-    const page = await browser.newPage({ viewport: { width: 1280, height: 760 } });
-    wb = new Workbench(page);
-    const workbench = wb;
-    await step('open the workbench', () => workbench.open(`${codeServer?.url}/?folder=${encodeURIComponent(folder)}`,
-      UI_TIMEOUT_MS));
+    await steps.run('install the .vsix', () => installExtension(dirs, required('PRISM_E2E_VSIX')));
+    await session.start(env);
+    const workbench = await session.open(process.env.PRISM_E2E_CHROMIUM ?? '/usr/bin/chromium', folder,
+      UI_TIMEOUT_MS);
 
-    await step('the extension offers "Set up prism-code"', async () => {
+    await steps.run('the extension offers "Set up prism-code"', async () => {
       await toast(workbench, OFFERED).locator('.monaco-button', { hasText: OFFER }).waitFor({ timeout: OFFER_TIMEOUT_MS });
       await workbench.waitForStatus(/PRISM: set up/, UI_TIMEOUT_MS);
       await workbench.page.waitForTimeout(1_000); // the toast slides in
     });
-    await wb.screenshot(path.join(artifacts, '01-setup-offer.png'));
+    await workbench.screenshot(path.join(artifacts, '01-setup-offer.png'));
 
-    await step('accept, then cancel while pip installs', async () => {
+    await steps.run('accept, then cancel while pip installs', async () => {
       await accept(workbench);
       const progress = toast(workbench, INSTALL_STEP).first();
       await progress.waitFor({ timeout: UI_TIMEOUT_MS });
@@ -170,22 +123,22 @@ async function main(): Promise<void> {
     const left = leftInStorage(dirs.userData);
     check(left.length === 0, `a cancelled set-up left ${left.join(', ')} in the extension's storage`);
 
-    await step('the next start offers the set-up again', async () => {
+    await steps.run('the next start offers the set-up again', async () => {
       await workbench.page.reload();
       await workbench.page.locator('.monaco-workbench').waitFor({ timeout: UI_TIMEOUT_MS });
       await toast(workbench, OFFERED).waitFor({ timeout: OFFER_TIMEOUT_MS });
     });
 
-    await step('accept and wait until the server has indexed', async () => {
+    await steps.run('accept and wait until the server has indexed', async () => {
       await accept(workbench);
       await toast(workbench, PROGRESS_TITLE).first().waitFor({ timeout: UI_TIMEOUT_MS });
       await workbench.waitForStatus(/PRISM: (\d+ functions|notes \d+\/\d+|indexing|embeddings)/, SET_UP_TIMEOUT_MS);
       await workbench.waitForStatus(/PRISM: (\d+ functions|notes \d+\/\d+)/, INDEXED_TIMEOUT_MS);
     });
     check(leftInStorage(dirs.userData).includes('environment.json'), 'the finished set-up was not recorded');
-    await wb.screenshot(path.join(artifacts, '03-set-up.png'));
+    await workbench.screenshot(path.join(artifacts, '03-set-up.png'));
 
-    await step('find a function by description', async () => {
+    await steps.run('find a function by description', async () => {
       await workbench.runCommand('PRISM: Find Function by Description');
       await workbench.page.locator('.quick-input-widget', { hasText: 'Describe what the function does' }).waitFor();
       await workbench.page.keyboard.type(DESCRIPTION);
@@ -199,7 +152,7 @@ async function main(): Promise<void> {
       await workbench.page.keyboard.press('Escape');
     });
 
-    await step('the walkthrough', async () => {
+    await steps.run('the walkthrough', async () => {
       await workbench.runCommand('Welcome: Open Walkthrough...');
       await workbench.page.locator('.quick-input-widget .monaco-list-row', { hasText: WALKTHROUGH }).first()
         .waitFor({ timeout: UI_TIMEOUT_MS });
@@ -215,16 +168,9 @@ async function main(): Promise<void> {
     });
   } catch (error) {
     failed = true;
-    console.error(`e2e-setup: ${error instanceof Error ? error.stack ?? error.message : String(error)}`);
-    await wb?.screenshot(path.join(artifacts, 'failure.png')).catch(() => undefined);
+    await session.failed(error);
   } finally {
-    await browser?.close().catch(() => undefined);
-    await codeServer?.stop();
-    const logs = path.join(dirs.userData, 'logs');
-    if (fs.existsSync(logs)) {
-      fs.cpSync(logs, path.join(artifacts, 'logs'), { recursive: true });
-    }
-    fs.rmSync(root, { recursive: true, force: true });
+    await session.close(root);
   }
   const seconds = (Date.now() - started) / 1000;
   console.log(`e2e-setup: ${failed ? 'FAILED' : 'passed'} in ${seconds.toFixed(1)} s; artifacts in ${artifacts}`);

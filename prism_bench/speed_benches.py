@@ -1,0 +1,63 @@
+"""The speed benchmarks as `prism-code bench` subcommands: notes, server and index (each a `Bench`;
+`prism_bench.registry` lists them)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterator
+
+from prism_bench.bench import DEFAULT_MODEL, Bench, Section, add_threads, add_write
+from prism_code.cli_args import bounded_int, non_empty_path
+
+DEFAULT_CORPUS = "default: torch-geometric 2.5.1 from PyPI, ~93k lines"
+
+
+def _notes_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("path", type=non_empty_path, nargs="?",
+                   help="repository (default: marshmallow 3.21.1 from PyPI, the RepoQA haystack)")
+    p.add_argument("--model", default=DEFAULT_MODEL)
+    p.add_argument("--limit", type=bounded_int(1), default=40, help="notes to write for the steady rate")
+    add_threads(p)
+    add_write(p)
+
+
+def _run_notes(args: argparse.Namespace, command: str) -> Iterator[Section]:
+    from prism_bench import notes_speed, repoqa_data
+
+    path = args.path or next(h.root for h in repoqa_data.load_haystacks() if h.package == "marshmallow")
+    speed = notes_speed.run(path, model=args.model, limit=args.limit, threads=args.threads)
+    yield Section(f"notes-{args.model}", notes_speed.markdown(speed, command))
+
+
+def _server_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("path", type=non_empty_path, nargs="?", help=f"repository to index ({DEFAULT_CORPUS})")
+    p.add_argument("--notes-file", type=non_empty_path, metavar="FILE",
+                   help="then turn notes on, open this file (relative to PATH) and time its notes")
+    add_write(p)
+
+
+def _run_server(args: argparse.Namespace, command: str) -> Iterator[Section]:
+    from prism_bench import corpora, server_latency
+
+    latency = server_latency.run(args.path or corpora.materialise_corpus(), notes_file=args.notes_file)
+    yield Section("server-latency", server_latency.markdown(latency, command))
+
+
+def _index_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("path", type=non_empty_path, nargs="?", help=f"repository to index ({DEFAULT_CORPUS})")
+    p.add_argument("--edits", type=bounded_int(0), default=20, help="one-file edits to time")
+    p.add_argument("--no-embeddings", action="store_true")
+    add_write(p)
+
+
+def _run_index(args: argparse.Namespace, command: str) -> Iterator[Section]:
+    from prism_bench import corpora, index_speed
+
+    path = args.path or corpora.materialise_corpus()
+    indexing = index_speed.run(path, edits=args.edits, embeddings=not args.no_embeddings)
+    yield Section("index-speed", index_speed.markdown(indexing, path.name, command))
+
+
+NOTES = Bench("notes", "function notes written by the local model per minute", _notes_arguments, _run_notes)
+SERVER = Bench("server", "language server: requests blocked while it indexes, RSS", _server_arguments, _run_server)
+INDEX = Bench("index", "indexing speed on a repository", _index_arguments, _run_index)
