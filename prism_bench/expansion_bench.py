@@ -12,16 +12,14 @@ from __future__ import annotations
 import statistics
 import sys
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from prism_bench.bootstrap import paired_difference
-from prism_bench.repoqa_data import Haystack, recall_metrics
+from prism_bench.repoqa_data import Haystack, needle_rank, recall_metrics
 from prism_bench.repoqa_retrieval import haystack_search, target_row
 from prism_bench.report import table
 from prism_code.retrieval.fusion import SHORT_QUERY_WORDS
-from prism_code.tasks.find_function import FoundFunction
 from prism_code.tasks.query_expansion import hypothetical_function, language_name
 
 TOP = 10
@@ -45,13 +43,6 @@ class ExpansionResult:
     rows: list[Expanded] = field(default_factory=list)
     prefill_tokens_per_s: float = 0.0
     decode_ms_per_token: float = 0.0
-
-
-def _rank(results: Sequence[FoundFunction], path: str, start: int, end: int) -> int | None:
-    for rank, f in enumerate(results, 1):
-        if f.path == path and f.start_line == start and f.end_line == end:
-            return rank
-    return None
 
 
 def run(haystacks: list[Haystack], index_cache: Path, splits: dict[str, str], model: str,
@@ -80,9 +71,8 @@ def run(haystacks: list[Haystack], index_cache: Path, splits: dict[str, str], mo
                     seconds = time.perf_counter() - started
                     plain = search.search(needle.description, top=TOP)
                     expanded = search.search(needle.description, top=TOP, expansion=guess)
-                    ranks = (None, None) if target is None else (
-                        _rank(plain, target.path, target.start_line, target.end_line),
-                        _rank(expanded, target.path, target.start_line, target.end_line))
+                    ranks = (None, None) if target is None else (needle_rank(plain, needle),
+                                                                 needle_rank(expanded, needle))
                     result.rows.append(Expanded(needle.instance_id, splits[needle.instance_id],
                                                 *ranks, guess,
                                                 generation.stats.prompt_tokens, len(generation.tokens), seconds))

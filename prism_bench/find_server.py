@@ -52,7 +52,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcRequestCancelled
 
 from prism_bench.lsp_subprocess import BenchClient, load_average, running_server, shut_down
-from prism_bench.repoqa_data import Haystack, Needle
+from prism_bench.repoqa_data import Haystack, Needle, is_needle
 from prism_code.retrieval.fusion import SHORT_QUERY_WORDS
 
 REPO = "psf/black"  # 28 files, 12.5k lines: a mid-sized RepoQA Python haystack
@@ -162,15 +162,13 @@ def summary(values: Sequence[float]) -> tuple[float, float] | None:
 
 
 def needle_rank(results: Sequence[dict[str, Any]], root: Path, needle: Needle) -> int | None:
-    """The 1-based rank of the result holding the needle's `def` line; None when none does."""
+    """The 1-based rank of the result that is the needle's function; None when none is."""
     target = (root / needle.path).resolve()
     for rank, result in enumerate(results, 1):
         where = Path(unquote(urlsplit(str(result.get("uri", ""))).path))
         lines = result.get("range") or {}
         start = (lines.get("start") or {}).get("line")
-        end = (lines.get("end") or {}).get("line")
-        if where == target and start is not None and end is not None \
-                and start + 1 <= needle.start_line <= end + 1:
+        if where == target and start is not None and is_needle(needle.path, start + 1, needle):
             return rank
     return None
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from prism_bench.bootstrap import paired_difference
-from prism_bench.repoqa_data import Haystack
+from prism_bench.repoqa_data import Haystack, is_needle
 from prism_bench.repoqa_retrieval import haystack_search
 from prism_bench.repoqa_strategies import by_haystack, located, select_needles
 from prism_code.llm.runtime import LlamaSession
@@ -178,8 +178,7 @@ def collect(benchmark: str, haystacks: list[Haystack], cache_dir: Path, embedder
                 if guesses is not None and len(needle.description.split()) <= SHORT_QUERY_WORDS:
                     guess = guesses.guess(session, needle.description, language_name([f.path for f in found]))
                     found = search.search(needle.description, top=candidates, expansion=guess) if guess else found
-                target = next((i for i, f in enumerate(found)
-                               if f.path == needle.path and f.start_line == needle.start_line), None)
+                target = next((i for i, f in enumerate(found) if is_needle(f.path, f.start_line, needle)), None)
                 row = ScoredCandidates(benchmark, f"{needle.repo}:{needle.name}", len(needle.description.split()),
                                        target, [f.key for f in found])
                 if STAGED in views:

@@ -13,8 +13,10 @@ import re
 import shutil
 import tarfile
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from prism_bench.corpora import MARKER_SUFFIX, fetch_and_extract
 from prism_code.config import cache_root
@@ -36,6 +38,25 @@ class Needle:
     start_line: int  # 1-based, inclusive; the `def`/`async def` line (decorators excluded)
     end_line: int  # 1-based, inclusive
     instance_id: str
+
+
+def is_needle(path: str, start_line: int, needle: Needle) -> bool:
+    """Whether a result at `path` starting on `start_line` (1-based) is the needle's function:
+    the same file and the same first line. Every bench judges a result by this one rule, so
+    their scores compare. Not "contains the needle's line": a class whose span holds the
+    needle method would count. For languages whose needle lines differ from the index's
+    (repoqa-multi's qualified names), align the needle first (`repoqa_strategies.located`)."""
+    return path == needle.path and start_line == needle.start_line
+
+
+class _Located(Protocol):
+    path: str
+    start_line: int
+
+
+def needle_rank(results: Sequence[_Located], needle: Needle) -> int | None:
+    """The 1-based place of the needle's function among `results` (`is_needle`), or None."""
+    return next((rank for rank, r in enumerate(results, 1) if is_needle(r.path, r.start_line, needle)), None)
 
 
 @dataclass(frozen=True)

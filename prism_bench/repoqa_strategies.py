@@ -22,7 +22,7 @@ from itertools import zip_longest
 from pathlib import Path
 
 from prism_bench.machine_speed import MachineSpeed, measure
-from prism_bench.repoqa_data import Haystack, Needle
+from prism_bench.repoqa_data import Haystack, Needle, needle_rank
 from prism_bench.repoqa_retrieval import haystack_search, target_row
 from prism_bench.report import table
 from prism_code.index import RepoIndex
@@ -83,10 +83,6 @@ def by_haystack(haystacks: list[Haystack], chosen: list[tuple[Haystack, Needle]]
         needles = [n for h, n in chosen if h is haystack]
         if needles:
             yield haystack, needles
-
-
-def _is_needle(result, needle: Needle) -> bool:
-    return result.path == needle.path and result.start_line == needle.start_line
 
 
 def run(haystacks: list[Haystack], cache_dir: Path, strategy: str, model: str, limit: int | None = None,
@@ -173,9 +169,9 @@ def _one(session: ScoringBackend, search: FunctionSearch, needle: Needle, strate
 
     outcome = run_find(strategy, search, needle.description, top=10, session=session, on_event=on_event, **options)
     seconds = time.perf_counter() - started
-    correct = bool(outcome.results) and _is_needle(outcome.results[0], needle)
+    correct = needle_rank(outcome.results[:1], needle) == 1
     seen = outcome.stats.get("candidates", outcome.stats.get("functions_in_context", len(outcome.results)))
-    in_candidates = any(_is_needle(r, needle) for r in outcome.results[:seen])
+    in_candidates = needle_rank(outcome.results[:seen], needle) is not None
     if strategy == "long-context":
         shown = outcome.stats.get("shown")
         in_candidates = (outcome.stats.get("whole_repository", False) if shown is None
@@ -183,9 +179,8 @@ def _one(session: ScoringBackend, search: FunctionSearch, needle: Needle, strate
     if outcome.accounting is not None:
         # prism: every call of the method (pass steps, likelihood scoring or the final answer call).
         accounting.add(outcome.accounting)
-    retrieval_first = search.search(needle.description, top=1)
-    return NeedleRun(f"{needle.repo}:{needle.name}", correct,
-                     bool(retrieval_first) and _is_needle(retrieval_first[0], needle), in_candidates, seconds,
+    retrieval_right = needle_rank(search.search(needle.description, top=1), needle) == 1
+    return NeedleRun(f"{needle.repo}:{needle.name}", correct, retrieval_right, in_candidates, seconds,
                      first[0] if first else None, outcome.stats)
 
 
@@ -303,7 +298,7 @@ def view_tokens(haystacks: list[Haystack], cache_dir: Path, model: str, limit: i
                 search = FunctionSearch(index, embedder)
                 for needle in needles:
                     pool = search.search(needle.description, top=candidates)
-                    held += any(_is_needle(f, needle) for f in pool)
+                    held += needle_rank(pool, needle) is not None
                     for view in VIEWS:
                         texts = [candidate_text(index, f, k, view, store, 60)
                                  for k, f in zip(candidate_labels(pool), pool)]

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from prism_bench.machine_speed import MachineSpeed, measure
-from prism_bench.repoqa_data import Haystack, Needle
+from prism_bench.repoqa_data import Haystack, Needle, needle_rank
 from prism_bench.repoqa_retrieval import haystack_search
 from prism_code.retrieval.dense import Embedder
 
@@ -92,13 +92,6 @@ def _pick(haystacks: list[Haystack], limit: int) -> list[tuple[Haystack, Needle]
     return picked
 
 
-def _rank(results: list, needle: Needle) -> int | None:
-    for i, r in enumerate(results, 1):
-        if r.path == needle.path and r.start_line == needle.start_line:
-            return i
-    return None
-
-
 def run_wim_bench(haystacks: list[Haystack], index_cache: Path, limit: int = 20,
                   model: str = "qwen2.5-coder-0.5b", candidates: int = 10, early_exit: bool = True,
                   threads: int = 2, settings: WimSettings | None = None) -> WimBenchResult:
@@ -129,7 +122,7 @@ def run_wim_bench(haystacks: list[Haystack], index_cache: Path, limit: int = 20,
                     retrieved = search.search(needle.description, top=candidates)
                     acc = outcome.accounting
                     item = WimNeedle(
-                        needle.instance_id, _rank(outcome.results, needle), _rank(retrieved, needle), ms,
+                        needle.instance_id, needle_rank(outcome.results, needle), needle_rank(retrieved, needle), ms,
                         outcome.stats.get("first_event_ms"), outcome.stats.get("first_margin_ms"),
                         outcome.stats["margins_kept"],
                         outcome.stats["margins_dropped"], outcome.stats["early_exit"],

@@ -53,14 +53,17 @@ def test_summary_is_the_median_and_the_maximum() -> None:
     assert summary([]) is None
 
 
-def test_needle_rank_is_the_result_that_holds_the_def_line(tmp_path: Path) -> None:
+def test_needle_rank_is_the_result_that_starts_on_the_def_line(tmp_path: Path) -> None:
     target = needle("a", path="pkg/mod.py", start=10)
     other = {"uri": (tmp_path / "pkg" / "other.py").as_uri(),
-             "range": {"start": {"line": 8, "character": 0}, "end": {"line": 20, "character": 0}}}
+             "range": {"start": {"line": 9, "character": 0}, "end": {"line": 20, "character": 0}}}
+    # the class around the needle method holds its line, but is not the needle
+    enclosing = {"uri": (tmp_path / "pkg" / "mod.py").as_uri(),
+                 "range": {"start": {"line": 2, "character": 0}, "end": {"line": 30, "character": 0}}}
     hit = {"uri": (tmp_path / "pkg" / "mod.py").as_uri(),
-           "range": {"start": {"line": 8, "character": 0}, "end": {"line": 14, "character": 0}}}
-    assert needle_rank([other, hit], tmp_path, target) == 2
-    assert needle_rank([other], tmp_path, target) is None
+           "range": {"start": {"line": 9, "character": 0}, "end": {"line": 14, "character": 0}}}
+    assert needle_rank([other, enclosing, hit], tmp_path, target) == 3
+    assert needle_rank([other, enclosing], tmp_path, target) is None
 
 
 def test_markdown_states_the_command_the_targets_the_load_and_each_query() -> None:
