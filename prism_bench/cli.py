@@ -104,6 +104,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="also count what each mode wrote at the line starts (right, empty, the next line, ...)")
     p.add_argument("--diff", type=_mode_list, metavar="A,B",
                    help="also list the line starts where one of two modes is right and the other wrong")
+    p.add_argument("--tag", metavar="WORD",
+                   help="append to the section's name (a partial run beside a complete one: it keeps both)")
     p.add_argument("--threads", type=threads, default=1)
     p.add_argument("--write", type=non_empty_path, metavar="MARKDOWN", help="update this results file")
     p = sub.add_parser("blocks", help="block completion under a def header, scored line by line")
@@ -265,7 +267,7 @@ def run(args: argparse.Namespace) -> int:
         if args.diff:
             body += "\n\n" + linestart.disagreements(lines, *args.diff)
         section = f"linestart-{args.split}-{args.model}" + (
-            "" if len(args.kinds) == 3 else "-" + "-".join(args.kinds))
+            "" if len(args.kinds) == 3 else "-" + "-".join(args.kinds)) + (f"-{args.tag}" if args.tag else "")
         if args.write:
             png = linestart.chart(lines, args.write.parent / "images" / f"{section}.png")
             body += f"\n\n![Line-start completion EM by mode and cursor](images/{png.name})"
