@@ -94,6 +94,8 @@ def _linestart_arguments(p: argparse.ArgumentParser) -> None:
                    help="also count what each mode wrote at the line starts (right, empty, the next line, ...)")
     p.add_argument("--diff", type=mode_list, metavar="A,B",
                    help="also list the line starts where one of two modes is right and the other wrong")
+    p.add_argument("--tag", metavar="WORD",
+                   help="append to the section's name (a partial run beside a complete one: it keeps both)")
     add_threads(p, default=1)
     add_write(p)
 
@@ -116,7 +118,8 @@ def _run_linestart(args: argparse.Namespace, command: str) -> Iterator[Section]:
     if args.diff:
         body += "\n\n" + linestart.disagreements(lines, *args.diff)
     section = f"linestart-{args.split}-{args.model}" + (
-        "" if len(args.kinds) == len(CURSOR_KINDS) else "-" + "-".join(args.kinds))
+        "" if len(args.kinds) == len(CURSOR_KINDS) else "-" + "-".join(args.kinds)) + (
+        f"-{args.tag}" if args.tag else "")
     body = with_chart(body, args, section, lambda path: linestart.chart(lines, path),
                       "Line-start completion EM by mode and cursor")
     yield Section(section, body)

@@ -77,6 +77,11 @@ MODES: dict[str, Mode] = {
     # The stop rule: a first line repeating the nearest line above or below is refused.
     "off: repeats refused": replace(_OFF, reject_repeats=True),
     "product: repeats refused": replace(_PRODUCT, reject_repeats=True),
+    # The two candidates left for the product itself, with retrieval on: the plain prompt's
+    # 1,500-token prefix instead of the product's 768, and the file without the repository
+    # markers (<|repo_name|>, <|file_sep|>path) that the plain prompt also lacks.
+    "product: prefix 1500 tokens": replace(_PRODUCT, budget=replace(_PRODUCT.budget, prefix_tokens=1500)),
+    "product: no repository markers": replace(_PRODUCT, layout=FimLayout(repo_markers=False)),
 }
 DEFAULT_MODES = (PRODUCT, PRODUCT_OFF, PLAIN, PEER)
 # A mode that only refuses repeated lines answers as its base wherever the base's first line

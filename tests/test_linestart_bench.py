@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 import shutil
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from prism_bench import baselines, linestart, linestart_data
 from prism_bench.repoeval_data import PROJECTS as REPOEVAL_PROJECTS
+from prism_code.tasks.complete import CompletionSettings
 from prism_code.tasks.fim import split_at_cursor
 
 FIXTURE = Path(__file__).parent / "fixtures" / "linestart"
@@ -216,6 +218,14 @@ def test_modes_are_keyed_by_their_settings_and_kept_outcomes_outlive_a_new_defau
 
     assert "hold_indent" not in mode_key(linestart.MODES[linestart.PRODUCT])  # the key it had before
     assert "hold_indent=False" in mode_key(linestart.MODES["off: indentation typed and healed"])
+    # The product's own candidates change one setting of the product, retrieval still on.
+    product = linestart.MODES[linestart.PRODUCT]
+    longer = linestart.MODES["product: prefix 1500 tokens"]
+    bare = linestart.MODES["product: no repository markers"]
+    assert isinstance(product, CompletionSettings) and isinstance(longer, CompletionSettings)
+    assert isinstance(bare, CompletionSettings)
+    assert replace(longer, budget=product.budget) == product and longer.budget.prefix_tokens == 1500
+    assert replace(bare, layout=product.layout) == product and not bare.layout.repo_markers
 
 
 def test_a_wrong_line_start_is_told_apart_by_what_the_model_wrote_instead():
