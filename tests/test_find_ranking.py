@@ -8,7 +8,7 @@ import pytest
 
 from prism_code.index import RepoIndex
 from prism_code.tasks.find_function import FunctionSearch
-from prism_code.tasks.find_ranking import file_text_lift, is_auxiliary, squashed
+from prism_code.tasks.find_ranking import QUESTION_WORDS, file_text_lift, is_auxiliary, question_strength, squashed
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -112,3 +112,23 @@ def test_a_file_that_matches_everywhere_a_little_gains_more_than_one_stray_hit(t
     assert lifted["codec/builtins.py"] > lifted["codec/report.py"]
     assert max(parts["bm25"][i] for i, p in enumerate(paths) if p == "codec/builtins.py") < \
         max(parts["bm25"][i] for i, p in enumerate(paths) if p == "codec/report.py")
+
+
+def test_a_paragraph_is_ranked_by_its_words_more_than_by_the_signals(search: FunctionSearch,
+                                                                     monkeypatch: pytest.MonkeyPatch):
+    """The path, file and repeat signals are sized for questions; a long description of one
+    function gets them in proportion to QUESTION_WORDS / its length."""
+    question = "parsing the query string"
+    paragraph = (question + " into its key and value pairs: walk along the text, read one token after another"
+                 " up to each ampersand, split every token at its equals sign, and collect the pairs in order")
+    assert question_strength(question) == 1.0
+    assert question_strength(paragraph) == pytest.approx(QUESTION_WORDS / len(paragraph.split()))
+
+    def shift(query: str) -> float:
+        return next(f for f in search.search(query, top=5) if f.qualname == "parse_query_string").scores["signals"]
+
+    scaled_question, scaled_paragraph = shift(question), shift(paragraph)
+    strength = question_strength(paragraph)
+    monkeypatch.setattr("prism_code.tasks.find_ranking.QUESTION_WORDS", 10**6)
+    assert shift(question) == scaled_question > 0  # a question gets the signals whole
+    assert scaled_paragraph == pytest.approx(shift(paragraph) * strength, rel=0.01)

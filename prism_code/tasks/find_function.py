@@ -30,7 +30,14 @@ from prism_code.retrieval.query_sections import split_sections
 from prism_code.retrieval.tokenize import code_tokens, query_tokens
 from prism_code.retrieval.type_units import skeleton
 from prism_code.tasks import find_ranking
-from prism_code.tasks.find_ranking import Signals, file_coherence, file_diversified, file_text_lift, ranking_signals
+from prism_code.tasks.find_ranking import (
+    Signals,
+    file_coherence,
+    file_diversified,
+    file_text_lift,
+    question_strength,
+    ranking_signals,
+)
 
 # FragRel helps completion context; on needle search it was measured neutral to harmful
 # (docs/benchmarks.md), so find defaults to the vanilla retriever.
@@ -316,16 +323,18 @@ class FunctionSearch:
         corpus_paths = [f.path for f in corpus.fragments]
         names = [f.qualname for f in corpus.fragments]
         best = float(final.max())
-        signals = ranking_signals(query, names, corpus_paths, abs(best) if best else 1.0)
+        # The signals serve questions; a paragraph describing one function is read by its words.
+        scale = (abs(best) if best else 1.0) * question_strength(query)
+        signals = ranking_signals(query, names, corpus_paths, scale)
         final = final + signals.shift
-        final = final + file_coherence(final, corpus_paths, abs(best) if best else 1.0)
+        final = final + file_coherence(final, corpus_paths, scale)
         if "dense_code" not in parts or find_ranking.FILE_TEXT_LIFT_WITH_EMBEDDINGS:
-            final = final + file_text_lift(final, parts["bm25"], corpus_paths, abs(best) if best else 1.0)
+            final = final + file_text_lift(final, parts["bm25"], corpus_paths, scale)
         # Enough candidates that `top` distinct files are found among them.
         pool = np.argsort(-final, kind="stable")[:top * FILE_GROUP_POOL]
         # A definition the query names keeps its place even behind another hit of its file.
         pinned = frozenset(i for i, sig in signals.signals.items() if sig.defines)
-        order = file_diversified([int(i) for i in pool], final, corpus_paths, top, pinned, abs(best) if best else 1.0)
+        order = file_diversified([int(i) for i in pool], final, corpus_paths, top, pinned, scale)
         terms = set(query_tokens(query))
         return [self._result(i, score, parts, terms, signals.signals.get(i)) for i, score in order]
 

@@ -20,6 +20,12 @@ import numpy as np
 
 from prism_code.retrieval.tokenize import code_tokens
 
+# The signals below are sized for questions and names ("how are routes registered",
+# "HTTPException": semble's are 1-14 words). A longer query is a description of one function,
+# read by its words: every signal is scaled by QUESTION_WORDS / its words. RepoQA's paragraphs
+# (72+ words) lost a fifth of their first answers to the path words at full strength.
+QUESTION_WORDS = 12
+
 # A definition whose name the whole query spells, in any identifier style
 # ("HTTPException", "http exception", "http_exception"): the user named the symbol, so the
 # definition goes before every function that merely uses it. One best score lifts it to the top.
@@ -78,6 +84,11 @@ ASKS_FOR_AUXILIARY = frozenset({
     "test", "tests", "testing", "spec", "specs", "example", "examples", "benchmark", "benchmarks",
     "bench", "fixture", "fixtures", "mock", "mocks", "vendor", "vendored", "generated", "demo",
 })
+
+
+def question_strength(query: str) -> float:
+    """1 for a question or a name; less, in proportion, for a longer description."""
+    return min(1.0, QUESTION_WORDS / max(1, len(query.split())))
 
 
 def squashed(text: str) -> str:
