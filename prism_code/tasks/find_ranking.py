@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
@@ -91,35 +92,37 @@ def question_strength(query: str) -> float:
     return min(1.0, QUESTION_WORDS / max(1, len(query.split())))
 
 
+@lru_cache(maxsize=1 << 16)
 def squashed(text: str) -> str:
     """An identifier or phrase with case and separators dropped: every style of a name agrees."""
     return re.sub(r"[^0-9a-z]", "", text.lower())
 
 
+@lru_cache(maxsize=1 << 16)
 def is_auxiliary(path: str) -> bool:
     """True for a test, example, benchmark, generated or vendored file, judged by its path."""
     parts = path.replace("\\", "/").split("/")
     return any(p.lower() in AUXILIARY_FOLDERS for p in parts[:-1]) or bool(AUXILIARY_FILE.match(parts[-1]))
 
 
-def path_words(path: str) -> set[str]:
-    """The words of a path's folder and file names, extension dropped."""
+@lru_cache(maxsize=1 << 16)
+def path_words(path: str) -> frozenset[str]:
+    """The words of a path's folder and file names, extension dropped (cached: every query
+    reads them for every file)."""
     stem = path.rsplit(".", 1)[0] if "." in path.rsplit("/", 1)[-1] else path
-    return set(code_tokens(stem.replace("/", " ")))
+    return frozenset(code_tokens(stem.replace("/", " ")))
 
 
-def matched_path_words(terms: set[str], words: set[str]) -> list[str]:
+def matched_path_words(terms: set[str], words: frozenset[str]) -> list[str]:
     """The query words a path carries, a word also matching a path word it begins or that
     begins it ("dependency" and "dependencies", "route" and "router") from PATH_PREFIX_MIN
     letters on."""
     matched = terms & words
     if PATH_PREFIX_MIN:
         for term in terms - matched:
-            for word in words:
-                short, long_ = sorted((term, word), key=len)
-                if len(short) >= PATH_PREFIX_MIN and long_.startswith(short):
-                    matched.add(term)
-                    break
+            if any(word.startswith(term) if len(term) <= len(word) else term.startswith(word)
+                   for word in words if min(len(term), len(word)) >= PATH_PREFIX_MIN):
+                matched.add(term)
     return sorted(matched)
 
 
@@ -183,7 +186,7 @@ def ranking_signals(query: str, qualnames: Sequence[str], paths: Sequence[str], 
         by_path[path] = (matched, not keep_auxiliary and is_auxiliary(path))
     for i, (qualname, path) in enumerate(zip(qualnames, paths)):
         matched, auxiliary = by_path[path]
-        defines = spelled_symbol(qualname, spelled)
+        defines = spelled_symbol(qualname, spelled) if spelled else ""
         value = min(PATH_WORD_BOOST_CAP, PATH_WORD_BOOST * len(matched))
         if terms and PATH_WORD_SHARE_BOOST:
             value += PATH_WORD_SHARE_BOOST * len(matched) / len(terms)
