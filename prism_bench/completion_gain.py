@@ -33,6 +33,7 @@ from prism_bench.repoeval_data import (
     project_root,
 )
 from prism_bench.task_runs import (
+    Identified,
     ModeRuns,
     TaskRun,
     by_project,
@@ -200,6 +201,7 @@ def model_comparison(result: GainResult, other: GainResult) -> str:
 
 def chart(result: GainResult, path: Path) -> Path:
     """EM per mode, overall and by where the cursor sits."""
-    groups = {"all": result.tasks, **{k: [t for t in result.tasks if t.cursor_kind == k] for k in CURSOR_KINDS}}
+    groups: dict[str, list[Identified]] = {"all": list(result.tasks)}
+    groups.update({k: [t for t in result.tasks if t.cursor_kind == k] for k in CURSOR_KINDS})
     return em_chart(result, path, f"Completion EM, {result.model}, {result.split} tasks, by cursor position", groups,
                     [m.replace(", ", ",\n") for m in result.outcomes])

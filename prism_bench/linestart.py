@@ -37,6 +37,7 @@ from prism_bench.linestart_data import (
 )
 from prism_bench.repoeval_data import CURSOR_KINDS, edit_similarity, exact_match
 from prism_bench.task_runs import (
+    Identified,
     ModeRuns,
     TaskRun,
     append_outcome,
@@ -289,5 +290,6 @@ def disagreements(result: LinestartResult, a: str, b: str, kind: str = "indent",
 
 def chart(result: LinestartResult, path: Path) -> Path:
     """EM per mode, overall and by where the cursor sits."""
-    groups = {"all": result.tasks, **{k: [t for t in result.tasks if t.kind == k] for k in CURSOR_KINDS}}
+    groups: dict[str, list[Identified]] = {"all": list(result.tasks)}
+    groups.update({k: [t for t in result.tasks if t.kind == k] for k in CURSOR_KINDS})
     return em_chart(result, path, f"Line-start completion EM, {result.model}, {result.split} tasks", groups)

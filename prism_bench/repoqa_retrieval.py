@@ -92,7 +92,8 @@ def haystack_search(haystack: Haystack, cache_dir: Path, embedder: Embedder) -> 
 
 
 def run(haystacks: list[Haystack], cache_dir: Path, embedder: Embedder, language: str = "Python") -> RepoQAResult:
-    result = RepoQAResult(ranks={label: [] for label, _, _ in SCORERS} | {FIND_LABEL: []}, language=language)
+    ranks: dict[str, list[int | None]] = {label: [] for label in [label for label, _, _ in SCORERS] + [FIND_LABEL]}
+    result = RepoQAResult(ranks=ranks, language=language)
     for haystack in haystacks:
         with haystack_search(haystack, cache_dir, embedder) as search:
             corpus = search.corpus
