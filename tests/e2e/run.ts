@@ -72,6 +72,7 @@ const POLL_MS = 100;
 // 54 fixture functions, which took ~175 s on a host that prefills 100 tokens/s.
 const INDEXED_TIMEOUT_MS = 420_000;
 const UI_TIMEOUT_MS = 60_000;
+const STATUS_RETRY_MS = 5_000;
 const GHOST_TIMEOUT_MS = 120_000;
 
 /** A fresh workspace: multilang with calcrepo's calc/ package beside it, as plain files. */
@@ -296,9 +297,19 @@ async function indexingCommands(wb: Workbench, cfg: Config, steps: Steps, dirs: 
     await wb.waitForStatus(FUNCTIONS, INDEXED_TIMEOUT_MS);
   });
   await steps.run('show status', async () => {
-    await wb.runCommand('PRISM: Show Status');
-    await wb.page.locator('.notification-toast', { hasText: /PRISM: idle: \d+ functions in \d+ files/ })
-      .waitFor({ timeout: UI_TIMEOUT_MS });
+    // The status is a snapshot: while the notes pass still writes notes the worker embeds their
+    // cards, so ask again until it reports the folder idle.
+    const idle = wb.page.locator('.notification-toast', { hasText: /PRISM: idle: \d+ functions in \d+ files/ });
+    const deadline = Date.now() + INDEXED_TIMEOUT_MS;
+    for (;;) {
+      await wb.runCommand('PRISM: Show Status');
+      try {
+        await idle.waitFor({ timeout: STATUS_RETRY_MS });
+        return;
+      } catch (err) {
+        if (Date.now() > deadline) throw err;
+      }
+    }
   });
   await wb.screenshot(path.join(cfg.artifacts, '06-status.png'));
   const before = await waitForFunctions(wb, (count) => count > 0, UI_TIMEOUT_MS);
