@@ -106,6 +106,9 @@ class IndexWorker:
         self._notes = WorkspaceNotes()
         self._wake = threading.Condition()
         self._due: float | None = None  # monotonic time the next update should start
+        # Whether the update due was asked for by something that must not wait for the
+        # running job's relations and embeddings (an edit); new notes to embed can wait.
+        self._due_interrupts = False
         self._visible = False  # whether the next update shows progress
         self._reopen = False
         self._paused = False
@@ -120,11 +123,18 @@ class IndexWorker:
         self.schedule(visible=True)
         self._thread.start()
 
-    def schedule(self, delay: float = 0.0, visible: bool = False) -> None:
-        """Run an update `delay` seconds from now; a later call restarts the delay."""
+    def schedule(self, delay: float = 0.0, visible: bool = False, interrupts: bool = True) -> None:
+        """Run an update `delay` seconds from now; a later call restarts the delay.
+
+        With `interrupts` (an edit), the running job stops its relations and embeddings
+        between batches so the update starts at once; without it (new notes whose cards
+        need vectors), the running job finishes first, so embedding progresses instead of
+        starting over each time the notes pass writes a few notes.
+        """
         with self._wake:
             self._due = time.monotonic() + delay
             self._visible |= visible
+            self._due_interrupts |= interrupts
             self._wake.notify()
 
     def pause(self) -> None:
@@ -199,6 +209,7 @@ class IndexWorker:
                 if self._stopping:
                     break
                 visible, self._visible, self._due = self._visible, False, None
+                self._due_interrupts = False
             progress = self._progress(f"Indexing {self.root.name}") if visible else _Silent()
             self._work(progress, visible)
         self.state = STOPPED
@@ -212,6 +223,10 @@ class IndexWorker:
 
     def _interrupted(self) -> bool:
         return self._stopping or self._paused
+
+    def _superseded(self) -> bool:
+        """Whether the running job's relations and embeddings should give way to an update."""
+        return self._interrupted() or (self._due is not None and self._due_interrupts)
 
     def _work(self, progress: ProgressSink, visible: bool) -> None:
         progress.begin()
@@ -242,8 +257,7 @@ class IndexWorker:
                 self._build_corpus()
                 self.loaded = True
                 self.saved_find.close()
-            index.finish_relations(
-                report, cancelled=lambda: self._interrupted() or self._due is not None)
+            index.finish_relations(report, cancelled=self._superseded)
             self.state = EMBEDDING
             self._embed(report)
             self.noted = count_notes(index, self.notes_store(index))
@@ -346,4 +360,4 @@ class IndexWorker:
             report("embeddings", done, total)
 
         # New edits outrank embeddings: stop between batches and index them first.
-        cache.fill(texts, progress, cancelled=lambda: self._interrupted() or self._due is not None)
+        cache.fill(texts, progress, cancelled=self._superseded)

@@ -180,7 +180,7 @@ class NotesScheduler:
         if getattr(run, "noted", 0) or getattr(run, "copied", 0):
             # New notes change find's function cards: the worker embeds them (and then
             # asks for notes again, which finds the pass's work done or resumes it).
-            state.schedule(delay=QUIET_S)
+            state.schedule(delay=QUIET_S, interrupts=False)
         self._kick(0.0)
 
     def _end(self, state: WorkspaceState, message: str) -> None:
