@@ -8,7 +8,14 @@ import pytest
 
 from prism_code.index import RepoIndex
 from prism_code.tasks.find_function import FunctionSearch
-from prism_code.tasks.find_ranking import QUESTION_WORDS, file_text_lift, is_auxiliary, question_strength, squashed
+from prism_code.tasks.find_ranking import (
+    QUESTION_WORDS,
+    file_text_lift,
+    is_auxiliary,
+    mentioned_names,
+    question_strength,
+    squashed,
+)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -132,3 +139,30 @@ def test_a_paragraph_is_ranked_by_its_words_more_than_by_the_signals(search: Fun
     monkeypatch.setattr("prism_code.tasks.find_ranking.QUESTION_WORDS", 10**6)
     assert shift(question) == scaled_question > 0  # a question gets the signals whole
     assert scaled_paragraph == pytest.approx(shift(paragraph) * strength, rel=0.01)
+
+
+def test_a_qualified_name_in_a_sentence_finds_the_definition_its_module_path_spells(tmp_path: Path):
+    """"how std.fs.cwd ..." names fs's `cwd`, not the other `cwd` a folder away; a name without
+    its module is prose's, left to the words."""
+    root = tmp_path / "lib"
+    for path, body in {
+        "std/fs.py": "def cwd():\n    return Dir(handle=AT_FDCWD)\n",
+        "std/io/dir.py": "def cwd(self):\n    return Dir(handle=self.handle)\n",
+        # Other modules, so scores spread as in a real library.
+        **{f"std/{name}.py": f"def {name}_open(path):\n    return {name}.open_handle(path, mode='r')\n"
+           for name in ("json", "mem", "net", "heap", "sort", "time")},
+    }.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(body)
+    index = RepoIndex(root, cache_dir=tmp_path / "cache")
+    index.update()
+    try:
+        search = FunctionSearch(index, None)
+        asked = search.search("how std.fs.cwd opens the current working directory", top=2)
+    finally:
+        index.close()
+    assert [f.path for f in asked] == ["std/fs.py", "std/io/dir.py"]
+    assert "which the query names" in asked[0].reason
+    assert mentioned_names("absl::StrSplit and StrJoin for string splitting") == (("absl", "strsplit"),)
+    assert mentioned_names("e.g. a short list of words here") == ()
+    assert mentioned_names("std.fs.cwd") == ()  # a short query is read whole as a symbol

@@ -368,6 +368,8 @@ def readable_reason(fragment: Fragment, terms: set[str], tokens: Sequence[str], 
     name_words = set(code_tokens(fragment.qualname))
     if signals is not None and signals.defines:
         parts.append(f"defines {signals.defines}")
+    elif signals is not None and signals.mentioned:
+        parts.append(f"defines {signals.mentioned}, which the query names")
     elif named := sorted(terms & name_words)[:REASON_WORDS]:
         parts.append("the name says " + ", ".join(f"'{w}'" for w in named))
     if signals is not None and signals.path_matches:
