@@ -12,7 +12,9 @@ from prism_code.tasks.find_ranking import (
     QUESTION_WORDS,
     file_text_lift,
     is_auxiliary,
+    matched_path_words,
     mentioned_names,
+    path_words,
     question_strength,
     squashed,
 )
@@ -85,6 +87,10 @@ def test_path_rules_and_identifier_styles():
     assert is_auxiliary("_examples/rest/main.go") and is_auxiliary("vendor/x/y.go")
     assert not is_auxiliary("src/contest.py") and not is_auxiliary("latest/router.go")
     assert squashed("HTTPException") == squashed("http exception") == squashed("http_exception")
+    words = path_words("src/main/java/org/apache/commons/lang3/Validate.java")
+    assert matched_path_words({"argument", "validation", "helpers"}, words) == ["validation"]
+    assert matched_path_words({"registration"}, path_words("pkg/registry.go")) == ["registration"]
+    assert matched_path_words({"valid"}, path_words("pkg/value.go")) == []
 
 
 def test_a_file_that_matches_everywhere_a_little_gains_more_than_one_stray_hit(tmp_path: Path):
