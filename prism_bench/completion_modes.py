@@ -8,11 +8,11 @@ floor is baselines.py's, the same in every completion benchmark.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import fields, replace
 
 from prism_bench import baselines
 from prism_bench.baselines import Baseline
-from prism_code.tasks.complete import CompletionSettings
+from prism_code.tasks.complete import LINE_TOKENS, QUERY_LINES, TOP_K, CompletionSettings
 from prism_code.tasks.fim import PLAIN_LAYOUT, FimBudget, FimLayout
 
 # Issue #28's plain prompt (baselines.py). Before it the floor was the product's Completer
@@ -51,10 +51,26 @@ MODES: dict[str, CompletionSettings | Baseline] = {
 DEFAULT_MODES = (FLOOR, PRODUCT_OFF, PRODUCT_ON)
 
 
+# Constants that were CompletionSettings fields until issue #30, after the field each followed: a mode's key
+# still names them in their old places, so outcomes kept before stay valid and changing one makes new ones.
+_FORMER_FIELDS = {"alpha": (("top_k", TOP_K), ("query_lines", QUERY_LINES)),
+                  "max_lines": (("line_tokens", LINE_TOKENS),)}
+
+
+def _settings_text(settings: CompletionSettings) -> str:
+    """The settings as their dataclass repr writes them, the former fields in their places."""
+    parts = []
+    for f in fields(settings):
+        parts.append(f"{f.name}={getattr(settings, f.name)!r}")
+        parts += [f"{name}={value!r}" for name, value in _FORMER_FIELDS.get(f.name, ())]
+    return f"{type(settings).__qualname__}({', '.join(parts)})"
+
+
 def mode_key(settings: CompletionSettings | Baseline) -> str:
     """What identifies a mode's results in the cache: its settings, not its display name.
 
     A setting added later with its default is left out, so outcomes kept before it existed
     stay valid (FimLayout.hold_indent and CompletionSettings.reject_repeats, issue #28).
     """
-    return repr(settings).replace(", hold_indent=True", "").replace(", reject_repeats=False", "")
+    text = _settings_text(settings) if isinstance(settings, CompletionSettings) else repr(settings)
+    return text.replace(", hold_indent=True", "").replace(", reject_repeats=False", "")

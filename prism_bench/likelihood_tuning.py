@@ -27,22 +27,21 @@ from prism_code.llm.runtime import LlamaSession
 from prism_code.retrieval.dense import Embedder
 from prism_code.retrieval.fusion import SHORT_QUERY_WORDS
 from prism_code.tasks.find_function import FoundFunction, FunctionSearch
-from prism_code.tasks.find_prism import shortlist
+from prism_code.tasks.find_prism import LONG_QUERY_BODIES, first_candidate, shortlist
 from prism_code.tasks.query_expansion import hypothetical_function, language_name
 from prism_code.tasks.query_likelihood import (
     DEFAULT_LINES,
     DEFAULT_MARGIN,
     body_text,
     description_likelihood,
-    rank_by_likelihood,
 )
 from prism_code.tasks.signature_pmi import SIGNATURE_MARGIN, SignaturePriors, signature_of, signature_scores
 
 SIGNATURE_PMI = "signature PMI"
 # A long description's staged read: every signature, then the bodies (as written) of retrieval's first and
-# the best other headers only. Three bodies is what fits #16's budget of 2,000 prompt tokens a RepoQA query
-# (signatures ~700, a body with the description ~440), so the number is set by cost, not tuned.
-STAGED_BODIES = 3
+# the best other headers only, as many bodies as find reads (find_prism.LONG_QUERY_BODIES: what fits #16's
+# budget of 2,000 prompt tokens a RepoQA query, signatures ~700, a body with the description ~440).
+STAGED_BODIES = LONG_QUERY_BODIES
 STAGED = f"signature PMI, then {STAGED_BODIES} bodies"
 VIEWS = ("as written", "code only", SIGNATURE_PMI, STAGED)
 MARGIN_NEEDLES = slice(20, 40)  # the RepoQA Python needles the bodies' margin (0.1) was chosen on
@@ -212,8 +211,10 @@ def _ordered(views: Sequence[str]) -> list[str]:
 
 
 def first_is_right(row: ScoredCandidates, view: str, margin: float) -> bool:
-    moved = rank_by_likelihood(row.scores[view], margin)
-    return row.target == (0 if moved is None else moved)
+    """Whether find's rule (find_prism.first_candidate) puts the needle first from the view's scores
+    (a body the staged view did not read is not a score)."""
+    read = {i: score for i, score in enumerate(row.scores[view]) if score != NOT_READ}
+    return row.target == first_candidate(read, margin)
 
 
 def top1(rows: Sequence[ScoredCandidates], view: str | None, margin: float = 0.0) -> float:

@@ -1,5 +1,5 @@
-"""The speed benchmarks as `prism-code bench` subcommands: notes, server and index (each a `Bench`;
-`prism_bench.registry` lists them)."""
+"""The speed benchmarks as `prism-code bench` subcommands: notes, server, index, hover and
+keystroke-profile (each a `Bench`; `prism_bench.registry` lists them)."""
 
 from __future__ import annotations
 
@@ -58,6 +58,37 @@ def _run_index(args: argparse.Namespace, command: str) -> Iterator[Section]:
     yield Section("index-speed", index_speed.markdown(indexing, path.name, command))
 
 
+def _hover_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--mb", type=float, default=5.0, help="size of the open buffer hovered, in MB")
+    p.add_argument("--repeat", type=bounded_int(1), default=3, help="hovers timed at each stage")
+    add_write(p)
+
+
+def _run_hover(args: argparse.Namespace, command: str) -> Iterator[Section]:
+    from prism_bench import hover_speed
+
+    yield Section("hover-speed", hover_speed.markdown(hover_speed.run(args.mb, args.repeat), command))
+
+
+def _keystroke_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--tasks", type=bounded_int(1), default=20, help="RepoEval tasks whose keystroke is profiled")
+    p.add_argument("--model", default=DEFAULT_MODEL)
+    add_threads(p, default=1)
+    p.add_argument("--cprofile", type=non_empty_path, metavar="FILE",
+                   help="write a cProfile of the keystrokes on the new path here")
+    add_write(p)
+
+
+def _run_keystroke(args: argparse.Namespace, command: str) -> Iterator[Section]:
+    from prism_bench import keystroke_profile
+
+    profile = keystroke_profile.run(args.tasks, args.model, args.threads, args.cprofile)
+    yield Section(f"keystroke-profile-{args.model}", keystroke_profile.markdown(profile, command))
+
+
 NOTES = Bench("notes", "function notes written by the local model per minute", _notes_arguments, _run_notes)
 SERVER = Bench("server", "language server: requests blocked while it indexes, RSS", _server_arguments, _run_server)
 INDEX = Bench("index", "indexing speed on a repository", _index_arguments, _run_index)
+HOVER = Bench("hover", "hover latency on a big open buffer, before and after edits", _hover_arguments, _run_hover)
+KEYSTROKE_PROFILE = Bench("keystroke-profile", "a warm keystroke's completion time by phase, with and without "
+                          "the shortcuts", _keystroke_arguments, _run_keystroke)

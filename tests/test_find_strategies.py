@@ -15,6 +15,7 @@ from prism_code.tasks.find_prism import (
     STRONG_FIT,
     CandidateText,
     _ranked,
+    first_candidate,
     fit_of,
     parse_function_json,
     promotable,
@@ -206,6 +207,14 @@ def test_a_long_description_reads_the_bodies_of_retrieval_first_and_the_best_hea
     assert shortlist([0.1, 0.9, -0.2, 0.5, 0.3], 3) == [0, 1, 3]
     assert shortlist([2.0, 0.1, 0.2], 2) == [0, 2]  # retrieval's first is read whatever its header's score
     assert shortlist([0.1, 0.9], 5) == [0, 1]
+
+
+def test_one_read_candidate_goes_first_only_when_it_beats_retrievals_first_by_the_margin():
+    assert first_candidate({0: -1.0, 1: -0.8, 2: -0.5}, 0.3) == 2
+    assert first_candidate({0: -1.0, 1: -0.8, 2: -0.9}, 0.3) == 0  # better, not by enough
+    # Only the shortlist was read: the best read body moves, whatever its place in retrieval's order.
+    assert first_candidate({0: -1.0, 3: -0.6, 4: -0.7}, 0.1) == 3
+    assert first_candidate({0: -1.0}, 0.0) == 0  # nothing else read yet
 
 
 @pytest.mark.model

@@ -4,6 +4,7 @@ chosen on the tuning rows alone."""
 from pathlib import Path
 
 from prism_bench.likelihood_tuning import (
+    MARGINS,
     NOT_READ,
     SIGNATURE_PMI,
     STAGED,
@@ -17,6 +18,7 @@ from prism_bench.likelihood_tuning import (
     staged_markdown,
     top1,
 )
+from prism_code.tasks.find_prism import LONG_QUERY_BODIES, first_candidate, shortlist
 
 
 def row(needle: str, target: int | None, scores: list[float], candidates: list[str] | None = None
@@ -81,3 +83,26 @@ def test_the_guessed_rows_choose_their_own_margin_and_are_paired_with_the_plain_
     table = expansion_markdown(rows, [SIGNATURE_PMI])
     # Retrieval's list at the signatures' own margin (0.5): the first needle is left second, the second kept.
     assert "| test | 2 | 0.500 | 1.000 | +0.500" in table
+
+
+def test_the_bench_puts_first_the_candidate_find_would_at_every_margin() -> None:
+    # Six candidates: the signatures' PMI and every body's likelihood, as find and the bench read them.
+    pmis = [0.0, 0.3, -0.2, 0.9, 0.35, 0.1]
+    bodies = [-1.0, -0.7, -0.2, -0.85, -0.9, -1.4]
+    keep = shortlist(pmis, LONG_QUERY_BODIES)  # find reads these bodies only
+    for margin in MARGINS:
+        scored = ScoredCandidates("RepoQA python", "repo:needle", 120, None, list("abcdef"))
+        scored.scores[SIGNATURE_PMI], scored.tokens[SIGNATURE_PMI] = pmis, 700
+        scored.scores["as written"], scored.candidate_tokens["as written"] = bodies, [400] * 6
+        scored.scores[STAGED] = _staged_view(None, None, [None] * 6, "a long description", scored)[0]
+        find_first = {SIGNATURE_PMI: first_candidate(dict(enumerate(pmis)), margin),
+                      "as written": first_candidate(dict(enumerate(bodies)), margin),
+                      STAGED: first_candidate({i: bodies[i] for i in keep}, margin)}
+        for view, first in find_first.items():
+            bench_first = [target for target in range(6)
+                           if first_is_right(ScoredCandidates("", "", 0, target, scored.candidates, scored.scores),
+                                             view, margin)]
+            assert bench_first == [first], (view, margin)
+    # The rows differ where they should: all bodies move the look-alike c, the staged read the needle d.
+    assert first_candidate(dict(enumerate(bodies)), 0.1) == 2
+    assert first_candidate({i: bodies[i] for i in keep}, 0.1) == 3

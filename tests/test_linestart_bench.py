@@ -228,6 +228,22 @@ def test_modes_are_keyed_by_their_settings_and_kept_outcomes_outlive_a_new_defau
     assert replace(bare, layout=product.layout) == product and not bare.layout.repo_markers
 
 
+def test_a_modes_key_keeps_the_former_settings_in_their_places_and_changes_with_a_real_setting():
+    from prism_bench.completion_modes import mode_key
+
+    product = linestart.MODES[linestart.PRODUCT]
+    assert isinstance(product, CompletionSettings)
+    # top_k, query_lines and line_tokens became constants (issue #30): the outcomes were kept under these keys.
+    assert mode_key(product).startswith("CompletionSettings(retrieval=True, alpha=0.5, top_k=10, query_lines=20, "
+                                        "iterations=1, max_lines=1, line_tokens=48, block_tokens=")
+    assert mode_key(product) == repr(product).replace("alpha=0.5, ", "alpha=0.5, top_k=10, query_lines=20, ").replace(
+        "max_lines=1, ", "max_lines=1, line_tokens=48, ").replace(", hold_indent=True", "").replace(
+        ", reject_repeats=False", "")
+    changed = [replace(product, alpha=0.3), replace(product, retrieval=False), replace(product, type_through=False),
+               replace(product, budget=replace(product.budget, prefix_tokens=1500))]
+    assert len({mode_key(s) for s in [product, *changed]}) == 1 + len(changed)
+
+
 def test_a_wrong_line_start_is_told_apart_by_what_the_model_wrote_instead():
     from prism_bench.linestart_diagnosis import classify
 

@@ -42,19 +42,24 @@ log = logging.getLogger(__name__)
 
 # FragRel's paper uses alpha = 0.5 for RepoEval; docs/benchmarks.md has our measurement.
 DEFAULT_COMPLETION_ALPHA = 0.5
+# Retrieved windows offered to the prompt (the budget keeps what fits); retrieval ranks twice as
+# many so a window still among them keeps its place from one keystroke to the next. Set with the
+# first completion and never tuned: no bench varies it.
+TOP_K = 10
+QUERY_LINES = 20  # the retrieval query: the whole lines before the cursor, RepoCoder's window size
+# Tokens decoded at most for a one-line completion: room for a long line, since decoding stops at
+# its newline. Set with the first completion and never tuned (the block budget, block_tokens, is).
+LINE_TOKENS = 48
 
 
 @dataclass
 class CompletionSettings:
     retrieval: bool = True
     alpha: float = DEFAULT_COMPLETION_ALPHA
-    top_k: int = 10
-    query_lines: int = 20  # RepoCoder's window size
     iterations: int = 1  # 2 = retrieve again with the first draft
     # When the cursor opens a block (otherwise one line): `bench blocks` (tuning half, 0.5B) found the
     # first 3 lines all right in 2 of 20 bodies and lines 4-5 added 1 body each.
     max_lines: int = 3
-    line_tokens: int = 48
     block_tokens: int = 72
     budget: FimBudget = field(default_factory=FimBudget)
     layout: FimLayout = field(default_factory=FimLayout)
@@ -113,11 +118,11 @@ class Completer:
         if not self.settings.retrieval:
             return []
         # Whole lines only: the retrieved context then stays put while a line is typed.
-        lines = prefix.split("\n")[:-1][-self.settings.query_lines:]
+        lines = prefix.split("\n")[:-1][-QUERY_LINES:]
         query = "\n".join(lines + ([draft] if draft else []))
         if not query.strip():
             return []
-        k = self.settings.top_k
+        k = TOP_K
         # The same question of the same index gets the same answer (the retriever rebuilds
         # itself on a new index generation too).
         key = (query, path, 2 * k, self.settings.alpha, self.retriever.index.generation)
@@ -272,7 +277,7 @@ class Completer:
         prefix, suffix = split_at_cursor(text, line, col)
         block = self.settings.max_lines > 1 and wants_block(prefix)
         return _Shape(prefix, suffix, self.settings.max_lines if block else 1,
-                      self.settings.block_tokens if block else self.settings.line_tokens,
+                      self.settings.block_tokens if block else LINE_TOKENS,
                       [*STOP_MARKERS, *([] if block else ["\n"])])
 
 

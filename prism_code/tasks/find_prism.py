@@ -29,6 +29,7 @@ is several times fewer prompt tokens.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, get_args
 
@@ -294,6 +295,19 @@ def _model_scores(settings: PrismSettings, description: str, candidates: int) ->
     return n + settings.long_query_bodies if _staged(settings, description, candidates) else n
 
 
+def first_candidate(scores: Mapping[int, float], margin: float) -> int:
+    """Find's rule: the candidate that comes first, from the model's scores of those it read.
+
+    `scores` maps a candidate's place in retrieval's order to its score (retrieval's first, 0, is
+    always read); one read candidate moves above retrieval's first when it beats it by `margin`
+    (query_likelihood.rank_by_likelihood), and one not read never moves. `prism-code bench
+    likelihood` tunes the margins through this function, so what it measured is what find does.
+    """
+    order = sorted(scores)
+    moved = rank_by_likelihood([scores[i] for i in order], margin)
+    return 0 if moved is None else order[moved]
+
+
 def shortlist(pmis: list[float], size: int) -> list[int]:
     """Retrieval's first and the `size - 1` others with the highest signature PMI, in retrieval order."""
     others = sorted(range(1, len(pmis)), key=lambda i: -pmis[i])[:max(0, size - 1)]
@@ -419,7 +433,8 @@ def _by_likelihood(query: _Query, index: RepoIndex, candidates: list[CandidateTe
         query.accounting.add(cost)
     stats = query.stats
     stats["likelihood"] = {c.key: round(v, 4) for c, v in zip(scored, verdict.scores)}
-    chosen = None if verdict.best is None else scored[verdict.best].key
+    first = first_candidate(dict(zip(chosen_from, verdict.scores, strict=True)), margin)
+    chosen = candidates[first].key if first else None
     stats["chosen_by"] = ("retrieval: no candidate made the description clearly more likely" if chosen is None
                           else "likelihood: the description is clearly more likely after this body")
     query.emit("likelihood", f"first: {chosen or scored[0].key} ({stats['chosen_by']})", done + len(scored))
@@ -453,8 +468,8 @@ def _by_signature(query: _Query, index: RepoIndex, candidates: list[CandidateTex
     first `n` candidates, else None."""
     scored = candidates[:n]
     pmis = _signature_pmis(query, index, candidates, n)
-    best = rank_by_likelihood(pmis, query.signature_margin)
-    chosen = None if best is None else scored[best].key
+    first = first_candidate(dict(enumerate(pmis)), query.signature_margin)
+    chosen = scored[first].key if first else None
     query.stats["chosen_by"] = ("retrieval: no signature gained clearly more from the description" if chosen is None
                                 else "signature: the description raises this header's likelihood the most")
     query.emit("likelihood", f"first: {chosen or scored[0].key} ({query.stats['chosen_by']})", len(scored))
@@ -470,9 +485,7 @@ def _provisional(candidates: list[CandidateText], scores: dict[int, float], marg
     """The order the model's scores give so far (candidate index -> score; retrieval's first
     is scored first): the final rule (one candidate moves above retrieval's first on a clear
     margin) applied to the candidates scored yet."""
-    order = sorted(scores)
-    moved = rank_by_likelihood([scores[i] for i in order], margin)
-    best = None if moved is None else order[moved]
+    best = first_candidate(scores, margin)
     out = []
     for i in sorted(range(len(candidates)), key=lambda i: i != best):
         f = candidates[i].found

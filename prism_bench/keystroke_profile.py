@@ -9,26 +9,26 @@ from the same model state: once on the plain path (`LlamaSession.shortcuts` off,
 tokens and retrieval computed afresh: how it was before) and once as the library now runs,
 alternating which goes first, and checks that both wrote the same text.
 
-    nice .venv/bin/python scripts/profile_keystroke.py --tasks 20 [--cprofile out.prof]
-
 Run it on a quiet machine for absolute figures; under load compare phases with each other.
 """
 
 from __future__ import annotations
 
-import argparse
 import cProfile
 import functools
-import os
 import statistics
 import time
 from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
+from prism_bench.bench import DEFAULT_MODEL
+from prism_bench.lsp_subprocess import load_average
 from prism_bench.repoeval import MODES, TIMED_MODE, _blanked
 from prism_bench.repoeval_data import PROJECTS, build_benchmark, default_cache_dir, load_tasks, project_root
+from prism_bench.report import table
 from prism_code.index import RepoIndex
 from prism_code.llm import LlamaSession
 from prism_code.tasks.complete import Completer, CompletionResult
@@ -105,41 +105,40 @@ def _keystroke(completer: Completer, session: LlamaSession, path: str, typed: st
     return answer, row
 
 
-def _table(title: str, rows: list[dict[str, float]]) -> None:
-    if not rows:
-        return
-    print(f"\n{title}: {len(rows)} keystrokes")
-    print(f"{'phase':48s} {'p50':>8s} {'mean':>8s} {'max':>8s}")
-    for key in sorted({k for row in rows for k in row}):
-        values = [row.get(key, 0.0) for row in rows]
-        print(f"{key:48s} {statistics.median(values):8.1f} {statistics.mean(values):8.1f} {max(values):8.1f}")
+@dataclass
+class KeystrokeProfile:
+    """Each keystroke's milliseconds per phase, on the plain path and as the library runs now."""
+
+    plain: list[dict[str, float]] = field(default_factory=list)
+    now: list[dict[str, float]] = field(default_factory=list)
+    # The keystrokes that typed the suggestion's first letter, per path (the others are the rest).
+    typed_plain: list[dict[str, float]] = field(default_factory=list)
+    typed_now: list[dict[str, float]] = field(default_factory=list)
+    differ: int = 0  # keystrokes whose two paths wrote different texts
+    load: str = ""
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
-    parser.add_argument("--tasks", type=int, default=20)
-    parser.add_argument("--model", default="qwen2.5-coder-0.5b")
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--cprofile", help="write a cProfile of the keystrokes on the new path here")
-    args = parser.parse_args()
-
+def run(tasks: int = 20, model: str = DEFAULT_MODEL, threads: int = 1,
+        cprofile: Path | None = None) -> KeystrokeProfile:
+    """Profile `tasks` warm keystrokes of the RepoEval bench; `cprofile` keeps a cProfile of the new path."""
     cache = default_cache_dir()
-    tasks = load_tasks(build_benchmark(cache, per_project_line=2, per_project_api=2))
-    session = LlamaSession.open(args.model, n_threads=args.threads)
+    specs = load_tasks(build_benchmark(cache, per_project_line=2, per_project_api=2))
+    session = LlamaSession.open(model, n_threads=threads)
     session.heal_index()  # what the server's warm-up builds; once per process
     _instrument(session)
     settings = replace(MODES[TIMED_MODE], type_through=False)
-    profiler = cProfile.Profile() if args.cprofile else None
-    rows: dict[bool, list[dict[str, float]]] = {True: [], False: []}
-    typed_on: dict[bool, list[dict[str, float]]] = {True: [], False: []}  # by: the suggestion's first letter typed
-    done = differ = 0
+    profiler = cProfile.Profile() if cprofile else None
+    result = KeystrokeProfile()
+    rows = {True: result.plain, False: result.now}
+    typed_on = {True: result.typed_plain, False: result.typed_now}  # by: the suggestion's first letter typed
+    done = 0
     for spec in PROJECTS:
-        if done >= args.tasks:
+        if done >= tasks:
             break
         index = RepoIndex(project_root(spec, cache), cache_dir=cache / "indexes")
         index.update()
-        for task in (t for t in tasks if t.project == spec.package):
-            if done >= args.tasks:
+        for task in (t for t in specs if t.project == spec.package):
+            if done >= tasks:
                 break
             text, line, col = _blanked(task, index.root)
             first = task.ground_truth.strip()[:1]
@@ -156,25 +155,41 @@ def main() -> None:
                 if before.completion.startswith(first):
                     typed_on[plain].append(row)
             same = answers[True].completion == answers[False].completion
-            differ += not same
+            result.differ += not same
             done += 1
             print(f"{task.task_id:28s} plain {rows[True][-1]['total']:7.1f} ms  now {rows[False][-1]['total']:7.1f} ms"
                   f"  decoded {answers[False].decoded:2d}  evaluated {answers[True].encoded}->{answers[False].encoded}"
                   f"  same text: {same}  {answers[False].completion[:40]!r}", flush=True)
         index.close()
     session.close()
-    print(f"\n{done} keystrokes, {differ} with a different text; load average {os.getloadavg()}")
-    _table("plain path (before)", rows[True])
-    _table("now", rows[False])
-    _table("plain path, keystrokes that type the suggestion's first letter", typed_on[True])
-    _table("now, keystrokes that type the suggestion's first letter", typed_on[False])
-    others = [r for r in rows[False] if not any(r is t for t in typed_on[False])]
-    others_plain = [r for r in rows[True] if not any(r is t for t in typed_on[True])]
-    _table("plain path, other keystrokes", others_plain)
-    _table("now, other keystrokes", others)
-    if profiler is not None:
-        profiler.dump_stats(args.cprofile)
+    result.load = load_average()
+    if profiler is not None and cprofile is not None:
+        profiler.dump_stats(cprofile)
+    return result
 
 
-if __name__ == "__main__":
-    main()
+def _table(title: str, rows: list[dict[str, float]]) -> list[str]:
+    if not rows:
+        return []
+    body = []
+    for key in sorted({k for row in rows for k in row}):
+        values = [row.get(key, 0.0) for row in rows]
+        body.append([key, f"{statistics.median(values):.1f}", f"{statistics.mean(values):.1f}", f"{max(values):.1f}"])
+    return ["", f"{title}: {len(rows)} keystrokes", "", table(["phase (ms; tokens for the token rows)", "p50", "mean",
+                                                              "max"], body)]
+
+
+def _others(rows: list[dict[str, float]], typed: list[dict[str, float]]) -> list[dict[str, float]]:
+    return [r for r in rows if not any(r is t for t in typed)]
+
+
+def markdown(r: KeystrokeProfile, command: str) -> str:
+    lines = [f"Command: `{command}`", "",
+             f"{len(r.now)} keystrokes, {r.differ} with a different text on the two paths; load average {r.load}."]
+    lines += _table("plain path (before)", r.plain)
+    lines += _table("now", r.now)
+    lines += _table("plain path, keystrokes that type the suggestion's first letter", r.typed_plain)
+    lines += _table("now, keystrokes that type the suggestion's first letter", r.typed_now)
+    lines += _table("plain path, other keystrokes", _others(r.plain, r.typed_plain))
+    lines += _table("now, other keystrokes", _others(r.now, r.typed_now))
+    return "\n".join(lines)
