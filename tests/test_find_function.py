@@ -160,3 +160,36 @@ def test_a_structured_descriptions_purpose_is_read_against_the_cards(index: Repo
     # The default weights give the sections none, so find does not embed them.
     _, used = search.scores(description)
     assert set(used) == {"bm25", "bm25_name", "dense_code", "dense_card"}
+
+
+def test_the_doc_comment_above_a_definition_is_searched_and_follows_its_edits(tmp_path: Path):
+    """A Go function's comment sits above its code, outside its lines; find reads it, and an
+    edit of the comment alone reaches the next search."""
+    root = tmp_path / "cli"
+    root.mkdir()
+    source = root / "command.go"
+
+    def write(comment: str) -> None:
+        source.write_text(
+            "package cli\n\n"
+            f"// {comment}\n"
+            "func (c *Command) Find(args []string) (*Command, error) {\n\treturn c.walk(args, 0)\n}\n\n"
+            "// Usage prints the help text.\n"
+            "func (c *Command) Usage() error {\n\treturn c.print(c.help)\n}\n\n"
+            "// Walk descends one level.\n"
+            "func (c *Command) walk(args []string, depth int) (*Command, error) {\n\treturn c, nil\n}\n")
+
+    write("Find the target subcommand given the args and the command tree.")
+    index = RepoIndex(root, cache_dir=tmp_path / "cache")
+    index.update()
+    try:
+        search = FunctionSearch(index, None)
+        found = search.search("how the command tree is traversed to find the target subcommand", top=3)
+        assert found[0].qualname == "Command.Find"
+        write("Prints a greeting in the terminal.")
+        index.update()
+        assert search.search("a greeting shown in the terminal", top=1)[0].qualname == "Command.Find"
+        warm, cold = search.corpus, FunctionCorpus(index)
+        assert warm.tokens == cold.tokens and warm.cards == cold.cards
+    finally:
+        index.close()

@@ -46,7 +46,7 @@ from prism_code.retrieval.lexical import LexicalIndex
 from prism_code.retrieval.tokenize import code_tokens
 from prism_code.store.database import workspace_db_path
 from prism_code.store.index_store import Store
-from prism_code.tasks.find_function import CORPUS_VERSION, FunctionCorpus, FunctionSearch
+from prism_code.tasks.find_function import CORPUS_VERSION, FunctionCorpus, FunctionSearch, doc_above
 from prism_code.tasks.vector_files import load_vectors, save_vectors
 from prism_code.workspace import diff_scan, resolve_workspace, scan
 
@@ -174,7 +174,8 @@ class StoredCorpus(FunctionCorpus):
             lines, definitions = self._store.file_text_and_definitions(fragment.path)
             self._lines[fragment.path] = lines
             definition = next((d for d in definitions if d.qualname == fragment.qualname), None)
-            self._rows[i] = (definition, code_tokens(fragment_text(lines, fragment)))
+            text = fragment_text(lines, fragment)
+            self._rows[i] = (definition, code_tokens(f"{text}\n{doc_above(definition, text)}"))
         return self._rows[i]
 
     def definition(self, i: int) -> Definition | None:

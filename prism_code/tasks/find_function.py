@@ -48,7 +48,7 @@ COMPONENTS = ("bm25", "bm25_name", "dense_code", "dense_card")
 # What a FunctionCorpus is made of: bumped whenever its rows (which definitions become find
 # units), their text or the BM25 matrices change, so a corpus saved by an earlier version
 # (tasks/corpus_files.py) is rebuilt rather than read. 2: types as find units.
-CORPUS_VERSION = 2
+CORPUS_VERSION = 3
 
 
 def name_field(fragment: Fragment, definition: Definition | None, callees: Sequence[str]) -> list[str]:
@@ -60,6 +60,15 @@ def name_field(fragment: Fragment, definition: Definition | None, callees: Seque
     """
     header = definition.signature if definition is not None else ""
     return code_tokens(" ".join([fragment.qualname, fragment.qualname, header, *callees]))
+
+
+def doc_above(definition: Definition | None, text: str) -> str:
+    """The definition's doc comment when it sits above the code rather than inside it (a Go,
+    Rust or Java comment, not a Python docstring, which the code already holds)."""
+    if definition is None or not definition.doc.strip():
+        return ""
+    first = definition.doc.strip().splitlines()[0].strip()
+    return "" if first in text else definition.doc
 
 
 def callees_by_caller(parsed: ParsedFile | None) -> dict[str, list[str]]:
@@ -119,6 +128,7 @@ class FunctionCorpus:
 
     definitions: list[Definition | None]
     cards: list[str]
+    docs: list[str]  # each row's doc comment when it sits above the code ("" when inside or none)
     tokens: list[list[str]]
     bags: list[TermBag]
     lexical: LexicalIndex
@@ -136,7 +146,11 @@ class FunctionCorpus:
         self.code = [index.text(f) for f in functions] + [
             skeleton(index.lines.get(f.path, []), parsed.get(f.path), d)
             if (d := index.definition(f.path, f.qualname)) is not None else index.text(f) for f in types]
-        same_functions = (previous is not None and previous.code == self.code
+        definitions = _Definitions(parsed)
+        # A doc comment above a definition is outside its code: an edit of the comment alone
+        # changes what is searched.
+        self.docs = [doc_above(definitions.of(f), text) for f, text in zip(self.fragments, self.code)]
+        same_functions = (previous is not None and previous.code == self.code and previous.docs == self.docs
                           and [f.key for f in previous.fragments] == [f.key for f in self.fragments])
         if previous is not None and same_functions:
             self.definitions, self.cards, self.lexical = previous.definitions, previous.cards, previous.lexical
@@ -150,16 +164,18 @@ class FunctionCorpus:
             self.name_vocabulary = TermNumbering() if reuse is None else reuse.name_vocabulary
             self.definitions, self.cards, self.tokens, self.bags, self.name_bags = [], [], [], [], []
             callees: dict[str, dict[str, list[str]]] = {}  # path -> caller -> names, for changed files only
-            for f, text in zip(self.fragments, self.code):
+            for f, text, doc in zip(self.fragments, self.code, self.docs):
                 reused = known.get(f.key)
-                if reused is None or reused[0] != text:
-                    definition = index.definition(f.path, f.qualname)
-                    tokens = code_tokens(text)
+                if reused is None or reused[0] != text or reused[6] != doc:
+                    definition = definitions.of(f)
+                    # The doc comment above a definition is searched twice: with the body, and
+                    # beside the name, as the summary of what the function is for (decisions.md).
+                    tokens = code_tokens(f"{text}\n{doc}")
                     if f.path not in callees:
                         callees[f.path] = callees_by_caller(parsed.get(f.path))
-                    named = name_field(f, definition, callees[f.path].get(f.qualname, []))
+                    named = name_field(f, definition, callees[f.path].get(f.qualname, [])) + code_tokens(doc)
                     reused = (text, definition, card_text(f, definition), tokens, self.vocabulary.bag(tokens),
-                              self.name_vocabulary.bag(named))
+                              self.name_vocabulary.bag(named), doc)
                 self.definitions.append(reused[1])
                 self.cards.append(reused[2])
                 self.tokens.append(reused[3])
@@ -188,13 +204,14 @@ class FunctionCorpus:
         live = int(np.count_nonzero(np.diff(self.lexical.weights.indptr)))
         return len(self.vocabulary) > 2 * live + 10_000
 
-    def _by_key(self) -> dict[str, tuple[str, Definition | None, str, list[str], TermBag, TermBag]]:
-        """fragment key -> (source, definition, card, tokens, bag, name bag), reused by the next corpus.
+    def _by_key(self) -> dict[str, tuple[str, Definition | None, str, list[str], TermBag, TermBag, str]]:
+        """fragment key -> (source, definition, card, tokens, bag, name bag, doc above), reused by the
+        next corpus.
 
         A function's name field comes from its own text (qualname, signature, the calls it
-        makes), so the same text gives the same name bag."""
+        makes) and the doc comment above it, so the same text and comment give the same bags."""
         return {f.key: row for f, row in zip(self.fragments, zip(
-            self.code, self.definitions, self.cards, self.tokens, self.bags, self.name_bags))}
+            self.code, self.definitions, self.cards, self.tokens, self.bags, self.name_bags, self.docs))}
 
     @cached_property
     def related(self) -> sp.csr_matrix:
@@ -204,6 +221,24 @@ class FunctionCorpus:
         return related_matrix(
             {i: [(position[k], w) for k, w in self._related_rows.get(f.key, []) if k in position]
              for i, f in enumerate(self.fragments)}, len(self.fragments))
+
+
+class _Definitions:
+    """Each file's definitions by qualified name, built on first use of the file."""
+
+    def __init__(self, parsed: Mapping[str, ParsedFile]) -> None:
+        self._parsed = parsed
+        self._by_path: dict[str, dict[str, Definition]] = {}
+
+    def of(self, fragment: Fragment) -> Definition | None:
+        by_name = self._by_path.get(fragment.path)
+        if by_name is None:
+            parsed = self._parsed.get(fragment.path)
+            by_name = {}
+            for d in parsed.definitions if parsed is not None else []:
+                by_name.setdefault(d.qualname, d)  # the first, as RepoIndex.definition answers
+            self._by_path[fragment.path] = by_name
+        return by_name.get(fragment.qualname)
 
 
 class FunctionSearch:
