@@ -7,7 +7,7 @@ one owns: the `len` of FragRel Eq. 8.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Final, Literal
@@ -102,6 +102,35 @@ def type_fragments(parsed: Iterable[ParsedFile], taken: set[str]) -> list[Fragme
             out[key] = Fragment(pf.path, FUNCTION, d.start_line, d.end_line, qualname=d.qualname,
                                 nodes=((def_node(pf.path, d.qualname), d.end_line - d.start_line + 1),))
     return [out[k] for k in sorted(out)]
+
+
+# A file that defines nothing (a shell plugin of aliases, a settings module, a script) is still
+# the answer to "where are the git aliases": find gives it a unit of its own. Shorter ones are
+# import lists, re-exports and stubs, which would only crowd the list.
+FILE_UNIT_MIN_LINES = 5
+
+
+def file_units(parsed: Iterable[ParsedFile], texts: Mapping[str, list[str]]) -> list[Fragment]:
+    """One fragment spanning each parsed file with no definition and FILE_UNIT_MIN_LINES lines
+    or more (`texts`: each file's lines), named by its file name, sorted by path."""
+    out = []
+    for pf in sorted(parsed, key=lambda pf: pf.path):
+        text = texts.get(pf.path, [])
+        lines = len(text) - (1 if text and text[-1] == "" else 0)  # the final newline ends no line
+        if not pf.definitions and lines >= FILE_UNIT_MIN_LINES:
+            out.append(Fragment(pf.path, FUNCTION, 1, lines, qualname=file_unit_name(pf.path),
+                                nodes=((module_node(pf.path), lines),)))
+    return out
+
+
+def file_unit_name(path: str) -> str:
+    return path.rsplit("/", 1)[-1]
+
+
+def is_file_unit(fragment: Fragment) -> bool:
+    """Whether a function-kind fragment is a file unit (a saved corpus keeps no nodes: the name
+    tells, a definition's qualified name never being its file's name)."""
+    return fragment.kind == FUNCTION and fragment.qualname == file_unit_name(fragment.path)
 
 
 def _bounded(counts: Counter[str], home: str) -> tuple[tuple[str, int], ...]:

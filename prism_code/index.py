@@ -33,7 +33,15 @@ from pathlib import Path
 
 from prism_code.cancel import CancelCheck, Cancelled
 from prism_code.config import IndexConfig
-from prism_code.fragments import FUNCTION, WINDOW, Fragment, file_fragments, fragment_text, type_fragments
+from prism_code.fragments import (
+    FUNCTION,
+    WINDOW,
+    Fragment,
+    file_fragments,
+    file_units,
+    fragment_text,
+    type_fragments,
+)
 from prism_code.graph import CodeGraph
 from prism_code.parse import PARSER_VERSION, language_for_path, parse_source
 from prism_code.parse.model import Definition, ParsedFile
@@ -82,6 +90,7 @@ class IndexSummary:
     parse_errors: int = 0
     functions: int = 0
     types: int = 0  # classes, structs, interfaces...: find's units beside the functions
+    file_units: int = 0  # files that define nothing, searched whole: find's units too
     fragments: int = 0
     relations_recomputed: int = 0
     relations_pending: bool = False  # relation work left for finish_relations()
@@ -424,6 +433,8 @@ class RepoIndex:
         summary.functions = self.function_count
         summary.types = len(type_fragments(self.graph.parsed.values(),
                                            {f.key for f in self.fragments.values() if f.kind == FUNCTION}))
+        summary.file_units = len(file_units(self.graph.parsed.values(),
+                                            self.lines))
         summary.fragments = len(self.fragments)
         return summary
 

@@ -22,7 +22,7 @@ def test_index_then_find_with_embeddings(repo, tmp_path):
     summary = json.loads(out.stdout)
     assert summary["files"] >= 15 and summary["functions"] >= 30
     # source and card per function and per type (class, struct, ...)
-    assert summary["embedded"] == 2 * (summary["functions"] + summary["types"])
+    assert summary["embedded"] == 2 * (summary["functions"] + summary["types"] + summary["file_units"])
     assert sorted(p for p in repo.rglob("*")) == before  # the index lives outside the repository
     assert list((tmp_path / "cache").rglob("index.sqlite"))
 

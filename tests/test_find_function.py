@@ -193,3 +193,27 @@ def test_the_doc_comment_above_a_definition_is_searched_and_follows_its_edits(tm
         assert warm.tokens == cold.tokens and warm.cards == cold.cards
     finally:
         index.close()
+
+
+def test_a_file_that_defines_nothing_is_a_result_of_its_own(tmp_path: Path):
+    """A shell plugin made only of aliases answers "git aliases" as a file; a three-line
+    file of exports is no unit."""
+    root = tmp_path / "shell"
+    (root / "plugins").mkdir(parents=True)
+    (root / "plugins" / "git.plugin.bash").write_text(
+        "# Short git aliases for everyday work\n" + "".join(
+            f"alias g{short}='git {verb}'\n" for short, verb in
+            [("s", "status"), ("c", "commit"), ("p", "push"), ("l", "pull"), ("d", "diff"), ("b", "branch")]))
+    (root / "plugins" / "env.bash").write_text("export EDITOR=vim\nexport PAGER=less\nexport LANG=C\n")
+    (root / "lib.bash").write_text(
+        "print_status() {\n  echo \"status: $1\"\n}\n\nrun_git() {\n  git \"$@\"\n}\n")
+    index = RepoIndex(root, cache_dir=tmp_path / "cache")
+    index.update()
+    try:
+        found = FunctionSearch(index, None).search("git aliases", top=5)
+    finally:
+        index.close()
+    assert (found[0].path, found[0].kind, found[0].start_line, found[0].end_line) == \
+        ("plugins/git.plugin.bash", "file", 1, 7)
+    assert all(f.path != "plugins/env.bash" for f in found)
+    assert {f.kind for f in found[1:]} == {"function"}

@@ -205,7 +205,7 @@ def test_two_index_commands_at_once_embed_each_function_once(tmp_path):
     assert functions >= 30
     # One computed every vector (source and card per function and per type); the other
     # waited and found them stored.
-    assert sorted(s["embedded"] for s in summaries) == [0, 2 * (functions + summaries[0]["types"])]
+    assert sorted(s["embedded"] for s in summaries) == [0, 2 * (functions + summaries[0]["types"] + summaries[0]["file_units"])]
 
 
 # ---- the language server and the command line on one repository ---------------------------
@@ -368,7 +368,7 @@ def test_damaged_vectors_are_dropped_and_computed_again(tmp_path):
     out = cli("index", str(root), "--json", "--cache-dir", str(cache))
     assert out.returncode == 0, out.stderr
     summary = json.loads(out.stdout)
-    units = summary["functions"] + summary["types"]
+    units = summary["functions"] + summary["types"] + summary["file_units"]
     db = workspace_db_path(root, cache)
     with sqlite3.connect(db) as conn:
         try:

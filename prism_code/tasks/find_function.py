@@ -17,7 +17,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from prism_code.embeddings import VectorCache, card_text, text_key
-from prism_code.fragments import Fragment, function_key, type_fragments
+from prism_code.fragments import Fragment, file_unit_name, file_units, function_key, is_file_unit, type_fragments
 from prism_code.index import IndexSnapshot, RepoIndex
 from prism_code.parse.model import Definition, ParsedFile
 from prism_code.relations import related_matrix
@@ -91,7 +91,9 @@ def unit_text(index: RepoIndex | IndexSnapshot, path: str, qualname: str) -> str
         return index.text(fragment)
     definition = index.definition(path, qualname)
     if definition is None:
-        return ""
+        lines = index.lines.get(path)
+        # A file that defines nothing is searched, and read, whole.
+        return "\n".join(lines) if lines is not None and qualname == file_unit_name(path) else ""
     parsed = index.parsed if isinstance(index, IndexSnapshot) else index.graph.parsed
     return skeleton(index.lines.get(path, []), parsed.get(path), definition)
 
@@ -141,7 +143,8 @@ class FunctionCorpus:
         self.generation = index.generation
         parsed = index.parsed if isinstance(index, IndexSnapshot) else index.graph.parsed
         functions = index.functions()
-        types = type_fragments(parsed.values(), {f.key for f in functions})
+        types = type_fragments(parsed.values(), {f.key for f in functions}) + file_units(
+            parsed.values(), index.lines)
         self.fragments: list[Fragment] = functions + types
         self.code = [index.text(f) for f in functions] + [
             skeleton(index.lines.get(f.path, []), parsed.get(f.path), d)
@@ -386,7 +389,8 @@ class FunctionSearch:
             path=fragment.path, start_line=fragment.start_line, end_line=fragment.end_line,
             score=round(score, 4),
             reason=readable_reason(fragment, terms, corpus.row_tokens(i), signals, "dense_code" in parts),
-            kind=definition.kind if definition is not None else "function", scores=scores)
+            kind=definition.kind if definition is not None else "file" if is_file_unit(fragment) else "function",
+            scores=scores)
 
 
 # How many candidates per result are read when grouping by file: 5 x top held 10 distinct files
