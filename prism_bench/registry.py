@@ -5,10 +5,11 @@ from __future__ import annotations
 from prism_bench.bench import Bench
 from prism_bench.completion_benches import BLOCKS, COMPLETION, LINESTART, REPOEVAL
 from prism_bench.find_benches import CALLGRAPH, COVERAGE, DOCSTRINGS, FIND_SERVER, FUSION, LIKELIHOOD, REPOQA, SEMBLE
-from prism_bench.speed_benches import INDEX, NOTES, SERVER
+from prism_bench.speed_benches import INDEX, NOTES, SCALE, SERVER
 
 BENCHES: tuple[Bench, ...] = (REPOQA, DOCSTRINGS, FUSION, LIKELIHOOD, REPOEVAL, COMPLETION, LINESTART, BLOCKS,
-                              NOTES, SERVER, FIND_SERVER, CALLGRAPH, SEMBLE, COVERAGE, INDEX)
+                              NOTES, SERVER, FIND_SERVER, CALLGRAPH, SEMBLE, COVERAGE, INDEX,
+                              SCALE)
 
 
 def bench_named(name: str) -> Bench:

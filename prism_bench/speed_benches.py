@@ -1,4 +1,4 @@
-"""The speed benchmarks as `prism-code bench` subcommands: notes, server and index (each a `Bench`;
+"""The speed benchmarks as `prism-code bench` subcommands: notes, server, index and scale (each a `Bench`;
 `prism_bench.registry` lists them)."""
 
 from __future__ import annotations
@@ -58,6 +58,24 @@ def _run_index(args: argparse.Namespace, command: str) -> Iterator[Section]:
     yield Section("index-speed", index_speed.markdown(indexing, path.name, command))
 
 
+def _scale_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--repo", type=non_empty_path,
+                   help="source tree to measure (default: sympy 1.13.3's sdist from PyPI, ~746k lines)")
+    p.add_argument("--embeddings", action="store_true",
+                   help="also time `prism-code index` with embeddings (a quarter of an hour on sympy)")
+    add_write(p)
+
+
+def _run_scale(args: argparse.Namespace, command: str) -> Iterator[Section]:
+    from prism_bench import scale_bench
+
+    repo = args.repo or scale_bench.materialise_sdist()
+    result = scale_bench.run(repo, embeddings=args.embeddings)
+    yield Section("scale", scale_bench.markdown(result, command))
+
+
 NOTES = Bench("notes", "function notes written by the local model per minute", _notes_arguments, _run_notes)
 SERVER = Bench("server", "language server: requests blocked while it indexes, RSS", _server_arguments, _run_server)
 INDEX = Bench("index", "indexing speed on a repository", _index_arguments, _run_index)
+SCALE = Bench("scale", "a large repository: index time and RSS, disk, CLI find cold, the server's first find",
+              _scale_arguments, _run_scale)
