@@ -95,3 +95,14 @@ def test_the_command_line_passes_each_limit_to_the_index() -> None:
     assert (config.max_file_bytes, config.max_files, config.max_lines) == (2048, 7, 900)
     with pytest.raises(SystemExit):
         build_parser().parse_args(["index", "/tmp", "--max-files", "0"])
+
+
+def test_the_editor_settings_carry_each_limit_and_refuse_a_bad_one() -> None:
+    from prism_code.lsp.settings import parse_settings
+
+    settings = parse_settings({"index": {"maxFileBytes": 2048, "maxFiles": 7, "maxLines": 900}})
+    assert (settings.max_file_bytes, settings.max_files, settings.max_lines) == (2048, 7, 900)
+    assert not settings.warnings
+    refused = parse_settings({"index": {"maxFiles": 0}})
+    assert refused.max_files == IndexConfig().max_files
+    assert any("prism.index.maxFiles" in w for w in refused.warnings)
