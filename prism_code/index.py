@@ -401,11 +401,11 @@ class RepoIndex:
             states = {path: FileState(state.size, -1, "") for path, state in states.items()}
         result = scan(self.root, self.config.exclude, self.config.max_file_bytes,
                       is_source=lambda p: language_for_path(p) is not None, known=states,
-                      trusted=self.config.trusted)
-        summary.skipped = len(result.skipped)
+                      trusted=self.config.trusted, max_files=self.config.max_files)
         summary.skipped_reasons = [(s.path, s.reason) for s in result.skipped]
         diff = self._diff(result.files, states)
-        loaded = diff.added + diff.changed
+        loaded = self._within_line_limit(diff, summary)
+        summary.skipped = len(summary.skipped_reasons)
         parsed: list[tuple[LoadedFile, str, ParsedFile]] = []
         for i, item in enumerate(loaded):
             if cancelled and cancelled():
@@ -437,6 +437,30 @@ class RepoIndex:
                                             self.lines))
         summary.fragments = len(self.fragments)
         return summary
+
+    def _within_line_limit(self, diff: ScanDiff, summary: IndexSummary) -> list[LoadedFile]:
+        """The added and changed files that fit the repository's line limit, in path order;
+        the others are skipped with a logged reason (a changed one leaves the index: its
+        stored text would be stale)."""
+        replaced = {item.path for item in diff.changed} | set(diff.removed)
+        budget = self.config.max_lines - sum(len(text) for path, text in self.lines.items()
+                                             if path not in replaced)
+        kept: list[LoadedFile] = []
+        over: list[LoadedFile] = []
+        for item in sorted(diff.added + diff.changed, key=lambda i: i.path):
+            lines = item.data.count(b"\n") + 1
+            if lines > budget:
+                over.append(item)
+            else:
+                budget -= lines
+                kept.append(item)
+        if over:
+            reason = f"over the repository's limit of {self.config.max_lines} lines"
+            log.info("%s: %d files not indexed, %s (raise it with --max-lines)", self.root.name, len(over), reason)
+            summary.skipped_reasons += [(item.path, reason) for item in over]
+            changed = {item.path for item in diff.changed}
+            diff.removed = sorted(set(diff.removed) | {item.path for item in over if item.path in changed})
+        return kept
 
     def _apply(self, parsed: list[tuple[LoadedFile, str, ParsedFile]], removed: list[str],
                report: Progress) -> None:

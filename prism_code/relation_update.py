@@ -125,7 +125,10 @@ def recompute(graph: CodeGraph, config: IndexConfig, fragments: dict[str, Fragme
             raise Cancelled("relations cancelled; they are finished by the next update")
         report(f"relations ({kind}s)", 0, len(rows))
         done = 0
-        for batch, ranked in ranked_batches(table, corpus, rows, config.context_weight):
+        # Every pair of a changed row is needed only to patch sets not recomputed.
+        patching = bool(changed) and len(keys) < len(fragments)
+        top_k = None if patching else config.related_per_fragment
+        for batch, ranked in ranked_batches(table, corpus, rows, config.context_weight, top_k):
             for i, pairs in split_rows(batch, ranked, config.related_per_fragment).items():
                 related[corpus[i].key] = [(corpus[j].key, w) for j, w in pairs]
                 recomputed.add(corpus[i].key)

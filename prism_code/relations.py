@@ -70,26 +70,17 @@ class StrengthTable:
         sources = list(dict.fromkeys(
             [s for s in missing if s not in first_steps]
             + [n for steps in first_steps.values() for n in steps]))
-        # Imported here: a find answered from the saved lexical index never needs it (~0.2 s).
-        from scipy.sparse import csgraph
-
-        found: dict[int, np.ndarray] = {}
+        found: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         for start in range(0, len(sources), _BATCH):
-            batch = sources[start:start + _BATCH]
-            dist = csgraph.dijkstra(costs, directed=True, indices=batch, limit=limit)
-            found.update(zip(batch, dist))
+            found.update(_bounded_distances(costs, sources[start:start + _BATCH], limit))
         for source in missing:
             if source in first_steps:
-                row = np.full(len(self.order), np.inf)
-                for neighbour, step in first_steps[source].items():
-                    np.minimum(row, found[neighbour] + step, out=row)
-                row[source] = 0.0
-                row[row > limit] = np.inf
+                cols, dist = _through_first_steps(source, first_steps[source], found, limit)
             else:
-                row = found[source]
-            strengths = np.exp(-row)
-            cols = np.flatnonzero(strengths >= self.cutoff * (1 - PATH_EPSILON))
-            self._rows[source] = (cols, strengths[cols])
+                cols, dist = found[source]
+            strengths = np.exp(-dist)
+            near = strengths >= self.cutoff * (1 - PATH_EPSILON)
+            self._rows[source] = (cols[near], strengths[near])
 
     def _neighbour_costs(self, hub: int) -> dict[int, float]:
         node = self.order[hub]
@@ -120,6 +111,46 @@ class StrengthTable:
         return sparse.csr_matrix((vals, (rows, cols)), shape=(len(fragments), len(self.order)))
 
 
+def _bounded_distances(costs: sparse.csr_matrix, batch: list[int],
+                       limit: float) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """Each source's nodes within `limit` (ascending) and their distances.
+
+    A path of cost <= limit runs only through nodes within `limit` of its source, so
+    Dijkstra on the subgraph of the batch's balls gives the very distances the whole graph
+    does. The batch's balls come from one multi-source pass; a dense sources x all-nodes
+    distance matrix (hundreds of MB per batch on a 750k-line repository, written and read
+    in full) is never made.
+    """
+    # Imported here: a find answered from the saved lexical index never needs it (~0.2 s).
+    from scipy.sparse import csgraph
+
+    nearest = csgraph.dijkstra(costs, directed=True, indices=batch, limit=limit, min_only=True)
+    ball = np.flatnonzero(np.isfinite(nearest))
+    local = sparse.csr_matrix(costs[ball][:, ball])
+    dist = csgraph.dijkstra(local, directed=True, indices=np.searchsorted(ball, batch), limit=limit)
+    out = {}
+    for source, row in zip(batch, dist):
+        reached = np.flatnonzero(np.isfinite(row))
+        out[source] = (ball[reached], row[reached])
+    return out
+
+
+def _through_first_steps(hub: int, steps: dict[int, float], found: dict[int, tuple[np.ndarray, np.ndarray]],
+                         limit: float) -> tuple[np.ndarray, np.ndarray]:
+    """A hub's nodes (ascending) and distances: for each node the best first step to a
+    neighbour plus that neighbour's distance, the hub itself at 0, none beyond `limit`."""
+    cols = np.concatenate([found[n][0] for n in steps] + [np.array([hub], dtype=np.int64)])
+    dist = np.concatenate([found[n][1] + step for n, step in steps.items()] + [np.zeros(1)])
+    order = np.lexsort((dist, cols))  # by node, shortest first
+    cols, dist = cols[order], dist[order]
+    first = np.ones(len(cols), dtype=bool)
+    first[1:] = cols[1:] != cols[:-1]
+    cols, dist = cols[first], dist[first]
+    dist[cols == hub] = 0.0
+    within = dist <= limit
+    return cols[within], dist[within]
+
+
 def code_relation_rows(table: StrengthTable, fragments: Sequence[Fragment],
                        rows: Sequence[int],
                        lengths: sparse.csr_matrix | None = None,
@@ -132,10 +163,13 @@ def code_relation_rows(table: StrengthTable, fragments: Sequence[Fragment],
         lengths, totals = _fragment_lengths(table, fragments)
     sub = lengths[list(rows)]
     used = np.unique(sub.indices)
-    numerator = sub[:, used] @ table.matrix(used.tolist()) @ lengths.T
-    scale_rows = sparse.diags(1.0 / totals[list(rows)])
-    scale_cols = sparse.diags(1.0 / totals)
-    return sparse.csr_matrix(scale_rows @ numerator @ scale_cols)
+    numerator = sparse.csr_matrix(sub[:, used] @ table.matrix(used.tolist()) @ lengths.T)
+    # Scaled in place: the same products as multiplying by the two diagonal matrices, in the
+    # same order (row scale first), without two more sparse products and their copies.
+    row_of = np.repeat(np.arange(len(rows)), np.diff(numerator.indptr))
+    numerator.data *= (1.0 / totals[list(rows)])[row_of]
+    numerator.data *= (1.0 / totals)[numerator.indices]
+    return numerator
 
 
 def _fragment_lengths(table: StrengthTable,
@@ -222,22 +256,25 @@ ROW_BATCH = 256
 
 
 def ranked_batches(table: StrengthTable, fragments: Sequence[Fragment], rows: Sequence[int],
-                   context_weight: float) -> Iterator[tuple[list[int], Ranked]]:
-    """ranked_relations() over `rows` in batches of ROW_BATCH: (batch, its ranked arrays)."""
+                   context_weight: float, top_k: int | None = None) -> Iterator[tuple[list[int], Ranked]]:
+    """ranked_relations() over `rows` in batches of ROW_BATCH: (batch, its ranked arrays);
+    with `top_k`, each row's arrays may stop after its `top_k` strongest (and their ties)."""
     lengths, totals = _fragment_lengths(table, fragments)
     window_at = _windows(fragments)
     for start in range(0, len(rows), ROW_BATCH):
         batch = list(rows[start:start + ROW_BATCH])
         yield batch, ranked_relations(table, fragments, batch, context_weight, lengths, totals,
-                                      window_at)
+                                      window_at, top_k)
 
 
 def ranked_relations(table: StrengthTable, fragments: Sequence[Fragment], rows: Sequence[int],
                      context_weight: float, lengths: sparse.csr_matrix | None = None,
                      totals: np.ndarray | None = None,
-                     window_at: dict[tuple[str, int], int] | None = None) -> Ranked:
+                     window_at: dict[tuple[str, int], int] | None = None,
+                     top_k: int | None = None) -> Ranked:
     """Every relation >= cutoff of the given rows, as (row position, fragment, weight) arrays
-    sorted by row and strongest first: max(Eq. 8, Eq. 7), self excluded."""
+    sorted by row and strongest first: max(Eq. 8, Eq. 7), self excluded. With `top_k`, a
+    row's relations weaker than its `top_k`-th strongest are left out before the sort."""
     code = code_relation_rows(table, fragments, rows, lengths, totals)
     # Both relations are non-negative, so the element-wise maximum of the sparse matrices
     # is max(Eq. 8, Eq. 7) on every pair either one relates.
@@ -250,7 +287,27 @@ def ranked_relations(table: StrengthTable, fragments: Sequence[Fragment], rows: 
     cols = merged.indices[near].astype(np.int64)
     vals = quantize(merged.data[near])
     keep = (cols != np.asarray(rows, dtype=np.int64)[r]) & (vals >= table.cutoff)
-    return _by_strength(r[keep], cols[keep], vals[keep], len(fragments))
+    r, cols, vals = r[keep], cols[keep], vals[keep]
+    if top_k is not None:
+        strongest = _strongest(r, vals, len(rows), top_k)
+        r, cols, vals = r[strongest], cols[strongest], vals[strongest]
+    return _by_strength(r, cols, vals, len(fragments))
+
+
+def _strongest(r: np.ndarray, vals: np.ndarray, n_rows: int, top_k: int) -> np.ndarray:
+    """Which pairs may be among their row's `top_k` strongest: all of a row with at most
+    `top_k`, else those at or above its `top_k`-th largest weight (ties kept, so the sort
+    still picks among them by index). `r` is ascending. Windows of a large file relate to
+    thousands of fragments each; sorting all of them to keep 24 was most of a first index."""
+    counts = np.bincount(r, minlength=n_rows)
+    starts = np.zeros(n_rows + 1, dtype=np.int64)
+    np.cumsum(counts, out=starts[1:])
+    keep = np.ones(len(r), dtype=bool)
+    for row in np.flatnonzero(counts > top_k).tolist():
+        segment = vals[starts[row]:starts[row + 1]]
+        kth = np.partition(segment, len(segment) - top_k)[len(segment) - top_k]
+        keep[starts[row]:starts[row + 1]] = segment >= kth
+    return keep
 
 
 def split_rows(rows: Sequence[int], ranked: Ranked, top_k: int | None) -> dict[int, Related]:

@@ -12,12 +12,18 @@ Skip rules (all applied to workspace-relative, "/"-separated paths):
 * vendored directories: any path component in `VENDORED_DIRS` (third-party or generated
   trees that would drown the project's own code in retrieval results);
 * oversized: more than `max_file_bytes`;
+* over the repository's limit: past the first `max_files` files that pass the other checks,
+  in listing order (a directory of generated files must not run the machine out of memory);
 * binary: a NUL byte in the first 8 KiB (git's heuristic);
 * minified: a `.min.js`-style name, or, for text files over 2 KiB, an average line over 300
   bytes or any line over 5000 bytes within the first 64 KiB;
 * symlinks: never followed into directories (that is how walks loop); a symlink whose target
   lies outside the workspace is skipped, and one whose target lies inside is skipped too,
   because the target is indexed at its real path and indexing it twice duplicates symbols.
+
+A file is read at most up to the size its scan saw, so one that grows while it is indexed
+(a log, a generator still writing) is read once and bounded; its new mtime makes the next
+scan read it again.
 
 Change detection is mtime-then-hash: an unchanged (size, mtime_ns) pair is trusted without
 reading the file, anything else is read and hashed, so a `touch` costs a read but never a
@@ -192,6 +198,7 @@ def scan(
     is_source: Callable[[str], bool] | None = None,
     known: Mapping[str, FileState] | None = None,
     trusted: bool = True,
+    max_files: int | None = None,
 ) -> ScanResult:
     """List the workspace files worth indexing; see the module docstring for the rules.
 
@@ -200,7 +207,7 @@ def scan(
     workspace is never handed to git: its files are listed by the directory walk.
     """
     scanner = _Scanner(resolve_workspace(root), exclude, max_file_bytes, is_source, known or {},
-                       trusted)
+                       trusted, max_files)
     return scanner.run()
 
 
@@ -217,7 +224,8 @@ def diff_scan(
             diff.unchanged += 1
             continue
         try:
-            data = safe_read.read_inside(root, file.path, file.identity)
+            # Bounded by the scanned size: a file still being written is not chased.
+            data = safe_read.read_inside(root, file.path, file.identity, limit=file.size)
         except OSError as exc:
             _log_unreadable(file.path, exc)
             (diff.replaced if isinstance(exc, ReplacedFile) else diff.unreadable).append(file.path)
@@ -251,8 +259,10 @@ class _Scanner:
         is_source: Callable[[str], bool] | None,
         known: Mapping[str, FileState],
         trusted: bool,
+        max_files: int | None = None,
     ) -> None:
         self.root = root
+        self.max_files = max_files
         self.known = known
         self.trusted = trusted
         self.real_root = Path(os.path.realpath(root))
@@ -287,6 +297,7 @@ class _Scanner:
 
     def _skip(self, path: str, reason: str) -> None:
         self.skipped.append(Skipped(path, reason))
+        # Over the file limit: one line in the summary, not one per file.
         level = logging.INFO if reason.startswith(("unreadable", "too large")) else logging.DEBUG
         logger.log(level, "skipping %s: %s", path, reason)
 
@@ -317,6 +328,10 @@ class _Scanner:
             return
         if self.exclude is not None and self.exclude.match_file(rel):
             self._skip(rel, "excluded by user pattern")
+            return
+        if self.max_files is not None and len(self.files) >= self.max_files:
+            # Not even opened: past the limit, each file would cost a stat and a read.
+            self._skip(rel, f"over the repository's limit of {self.max_files} files")
             return
         scanned = self._check_file(rel, tracked)
         if scanned is not None:

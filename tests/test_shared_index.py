@@ -205,7 +205,8 @@ def test_two_index_commands_at_once_embed_each_function_once(tmp_path):
     assert functions >= 30
     # One computed every vector (source and card per function and per type); the other
     # waited and found them stored.
-    assert sorted(s["embedded"] for s in summaries) == [0, 2 * (functions + summaries[0]["types"] + summaries[0]["file_units"])]
+    units = functions + summaries[0]["types"] + summaries[0]["file_units"]
+    assert sorted(s["embedded"] for s in summaries) == [0, 2 * units]
 
 
 # ---- the language server and the command line on one repository ---------------------------

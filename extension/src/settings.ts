@@ -16,6 +16,9 @@ export const SERVER_KEYS = [
   'fragrel.alpha',
   'find.strategy',
   'exclude',
+  'index.maxFileBytes',
+  'index.maxFiles',
+  'index.maxLines',
   'cacheDir',
 ] as const;
 

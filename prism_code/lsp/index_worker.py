@@ -159,10 +159,11 @@ class IndexWorker:
             log.warning("%s: the indexing worker did not stop within %.0f s", self.root, timeout)
 
     def reconfigure(self, settings: Settings) -> None:
-        """Apply new settings; a changed exclude list, cache dir or trust means another index."""
+        """Apply new settings; a changed exclude list, limit, cache dir or trust means another index."""
         old, self.settings = self.settings, settings
-        if ((old.exclude, old.cache_dir, old.trusted)
-                != (settings.exclude, settings.cache_dir, settings.trusted)):
+        if ((old.exclude, old.cache_dir, old.trusted, old.max_file_bytes, old.max_files, old.max_lines)
+                != (settings.exclude, settings.cache_dir, settings.trusted, settings.max_file_bytes,
+                    settings.max_files, settings.max_lines)):
             with self._wake:
                 self._reopen = True
             self.schedule(visible=True)
@@ -309,7 +310,9 @@ class IndexWorker:
         self.schedule(visible=True)
 
     def _config(self) -> IndexConfig:
-        return IndexConfig(exclude=list(self.settings.exclude), trusted=self.settings.trusted)
+        s = self.settings
+        return IndexConfig(exclude=list(s.exclude), trusted=s.trusted, max_file_bytes=s.max_file_bytes,
+                           max_files=s.max_files, max_lines=s.max_lines)
 
     def _build_corpus(self) -> FunctionCorpus:
         """Find's corpus of the current index, built here rather than by the next request."""

@@ -16,7 +16,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from prism_code.config import FRAGREL_ALPHA_RANGE, THREADS_RANGE
+from prism_code.config import (
+    DEFAULT_MAX_FILE_BYTES,
+    DEFAULT_MAX_FILES,
+    DEFAULT_MAX_LINES,
+    FRAGREL_ALPHA_RANGE,
+    THREADS_RANGE,
+)
 from prism_code.llm.models import MODELS
 from prism_code.tasks.find_events import Strategy
 from prism_code.tasks.find_function import DEFAULT_FIND_ALPHA
@@ -44,6 +50,10 @@ class Settings:
     fragrel_alpha: float = DEFAULT_FIND_ALPHA
     find_strategy: Strategy = "retrieval"
     exclude: tuple[str, ...] = ()  # gitignore-style patterns left out of the index
+    # Past these a file is skipped with a logged reason (prism_code/config.py says why).
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    max_files: int = DEFAULT_MAX_FILES
+    max_lines: int = DEFAULT_MAX_LINES
     cache_dir: Path | None = None  # None: the user cache (or $PRISM_CODE_CACHE_DIR)
     # Whether the client trusts the workspace; False: git is never run there. Not a user
     # setting: the client says it from its own trust state (VS Code's workspace trust).
@@ -67,6 +77,9 @@ KEYS = {
     "fragrel_alpha": "fragrel.alpha",
     "find_strategy": "find.strategy",
     "exclude": "exclude",
+    "max_file_bytes": "index.maxFileBytes",
+    "max_files": "index.maxFiles",
+    "max_lines": "index.maxLines",
     "cache_dir": "cacheDir",
 }
 
@@ -119,7 +132,7 @@ def _flatten(raw: Any, warnings: list[str]) -> dict[str, Any]:
         for key, value in node.items():
             name = f"{prefix}{key}"
             # Only the groups are objects; any other object is a value (and then invalid).
-            if isinstance(value, Mapping) and name in ("completion", "notes", "fragrel", "find", "remote"):
+            if isinstance(value, Mapping) and name in ("completion", "notes", "fragrel", "find", "remote", "index"):
                 walk(f"{name}.", value)
             else:
                 flat[name] = value
@@ -233,6 +246,8 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+MAX_LIMIT = 1 << 40  # any limit a user types; the index checks the real ones
+
 _PARSERS = {
     "model_path": _model,
     "threads": _int(*THREADS_RANGE),
@@ -244,6 +259,9 @@ _PARSERS = {
     "fragrel_alpha": _float(*FRAGREL_ALPHA_RANGE),
     "find_strategy": _strategy,
     "exclude": _patterns,
+    "max_file_bytes": _int(1, MAX_LIMIT),
+    "max_files": _int(1, MAX_LIMIT),
+    "max_lines": _int(1, MAX_LIMIT),
     "cache_dir": _path,
     "trusted": _bool,
 }

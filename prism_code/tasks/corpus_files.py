@@ -260,7 +260,7 @@ def _unchanged(store: Store, root: Path, config: IndexConfig) -> bool:
     states = store.file_states()
     result = scan(root, config.exclude, config.max_file_bytes,
                   is_source=lambda p: language_for_path(p) is not None, known=states,
-                  trusted=config.trusted)
+                  trusted=config.trusted, max_files=config.max_files)
     diff = diff_scan(states, result.files, root)
     return not (diff.added or diff.changed or diff.removed or diff.touched)
 
