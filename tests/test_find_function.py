@@ -217,3 +217,19 @@ def test_a_file_that_defines_nothing_is_a_result_of_its_own(tmp_path: Path):
         ("plugins/git.plugin.bash", "file", 1, 7)
     assert all(f.path != "plugins/env.bash" for f in found)
     assert {f.kind for f in found[1:]} == {"function"}
+
+
+def test_while_vectors_are_missing_a_find_stays_lexical_without_recounting_them(index: RepoIndex):
+    """Counting every stored vector costs a large repository about a second: while embedding is
+    under way, finds search lexically and look again only after a while or once told the vectors
+    are stored."""
+    from prism_code.embeddings import VectorCache
+    from prism_code.retrieval.dense import Embedder
+
+    embedder = Embedder(threads=1)
+    search = FunctionSearch(index, embedder)
+    assert "dense_code" not in search.search("compute the area of a shape")[0].scores
+    VectorCache(index.store, embedder).fill(search.embedding_texts())
+    assert "dense_code" not in search.search("compute the area of a shape")[0].scores  # not recounted yet
+    search.vectors_stored()
+    assert "dense_code" in search.search("compute the area of a shape")[0].scores

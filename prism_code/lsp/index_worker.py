@@ -364,3 +364,5 @@ class IndexWorker:
 
         # New edits outrank embeddings: stop between batches and index them first.
         cache.fill(texts, progress, cancelled=self._superseded)
+        with self._search_lock:
+            self._finder.vectors_stored()
