@@ -5,8 +5,6 @@ from prism_code.retrieval import dense
 from prism_code.retrieval.dense import Embedder
 from prism_code.retrieval.int8_matmul import derived_model_path, ensure_int8_model
 
-pytest.importorskip("onnx", reason="quantize_dynamic needs the onnx package")
-
 TEXTS = [
     "a function that sorts a list",
     "def sort_items(xs):\n    return sorted(xs, key=lambda x: x.priority)",

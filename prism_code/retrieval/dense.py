@@ -166,8 +166,13 @@ class Embedder:
             options.add_session_config_entry("session.intra_op.allow_spinning", "0")
             model = self._model_path
             if self.int8_matmul:
-                model = int8_matmul_model.ensure_int8_model(
-                    ort, self._model_path, self._sha256, user_cache_root() / "models")
+                try:
+                    model = int8_matmul_model.ensure_int8_model(
+                        ort, self._model_path, self._sha256, user_cache_root() / "models")
+                except ImportError as exc:
+                    raise ModelUnavailable(
+                        f"{INT8_MATMUL_ENV}=1 needs the onnx package to build the int8 model "
+                        "once: pip install 'prism-code[int8]'") from exc
             session = ort.InferenceSession(
                 str(model), sess_options=options, providers=["CPUExecutionProvider"]
             )
