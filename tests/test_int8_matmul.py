@@ -1,0 +1,58 @@
+import numpy as np
+import pytest
+
+from prism_code.retrieval import dense
+from prism_code.retrieval.dense import Embedder
+from prism_code.retrieval.int8_matmul import derived_model_path, ensure_int8_model
+
+TEXTS = [
+    "a function that sorts a list",
+    "def sort_items(xs):\n    return sorted(xs, key=lambda x: x.priority)",
+    "def open_socket(host, port):\n    s = socket.socket()\n    s.connect((host, port))\n    return s",
+    "parse the command line arguments",
+]
+
+
+@pytest.fixture(scope="module")
+def int8_embedder(tmp_path_factory, monkeypatch_module):
+    cache = tmp_path_factory.mktemp("cache")
+    monkeypatch_module.setattr(dense, "user_cache_root", lambda: cache)
+    return Embedder(threads=1, int8_matmul=True)
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module():
+    with pytest.MonkeyPatch.context() as mp:
+        yield mp
+
+
+def test_derived_once_from_the_shipped_file_and_reused(tmp_path):
+    ort = dense._import_onnxruntime()
+    source, sha256, _ = dense._model_file()
+    built = ensure_int8_model(ort, source, sha256, tmp_path)
+    assert built == derived_model_path(tmp_path, sha256) and built.stat().st_size > 1_000_000
+    first = built.stat().st_mtime_ns
+    assert ensure_int8_model(ort, source, sha256, tmp_path) == built
+    assert built.stat().st_mtime_ns == first  # not rebuilt
+    assert [p.name for p in tmp_path.iterdir()] == [built.name]  # no build leftovers
+
+
+def test_int8_vectors_keep_the_float_model_s_meaning(int8_embedder):
+    floats = Embedder(threads=1).embed(TEXTS)
+    ints = int8_embedder.embed(TEXTS)
+    np.testing.assert_allclose(np.linalg.norm(ints, axis=1), 1.0, atol=1e-5)
+    assert float(np.min(np.einsum("ij,ij->i", ints, floats))) > 0.97
+    query, sorter, sock, _ = ints
+    assert float(query @ sorter) > float(query @ sock)
+
+
+def test_int8_vectors_are_cached_under_their_own_model_id(int8_embedder):
+    assert int8_embedder.model_id != Embedder(int8_matmul=False).model_id
+    assert int8_embedder.model_id.endswith("+int8mm")
+
+
+def test_the_environment_switches_int8_on_and_float_stays_the_default(monkeypatch):
+    monkeypatch.delenv(dense.INT8_MATMUL_ENV, raising=False)
+    assert not Embedder().model_id.endswith("+int8mm")
+    monkeypatch.setenv(dense.INT8_MATMUL_ENV, "1")
+    assert Embedder().model_id.endswith("+int8mm")
