@@ -49,10 +49,3 @@ def test_int8_vectors_keep_the_float_model_s_meaning(int8_embedder):
 def test_int8_vectors_are_cached_under_their_own_model_id(int8_embedder):
     assert int8_embedder.model_id != Embedder(int8_matmul=False).model_id
     assert int8_embedder.model_id.endswith("+int8mm")
-
-
-def test_the_environment_switches_int8_on_and_float_stays_the_default(monkeypatch):
-    monkeypatch.delenv(dense.INT8_MATMUL_ENV, raising=False)
-    assert not Embedder().model_id.endswith("+int8mm")
-    monkeypatch.setenv(dense.INT8_MATMUL_ENV, "1")
-    assert Embedder().model_id.endswith("+int8mm")

