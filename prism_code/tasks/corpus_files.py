@@ -222,6 +222,7 @@ class StoredSearch(FunctionSearch):
         self._stored = corpus
         self._vectors = {}
         self._pending_notes = {}
+        self._missing_seen = {}
 
     @property
     def corpus(self) -> FunctionCorpus:

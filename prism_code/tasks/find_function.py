@@ -198,6 +198,16 @@ class FunctionCorpus:
             keys[which] = [text_key(t) for t in (self.code if which == "code" else self.cards)]
         return list(keys[which])
 
+    @cached_property
+    def unit_paths(self) -> tuple[str, ...]:
+        """Each row's file (the ranking signals read them on every query)."""
+        return tuple(f.path for f in self.fragments)
+
+    @cached_property
+    def unit_names(self) -> tuple[str, ...]:
+        """Each row's qualified name."""
+        return tuple(f.qualname for f in self.fragments)
+
     def definition(self, i: int) -> Definition | None:
         return self.definitions[i]
 
@@ -370,8 +380,7 @@ class FunctionSearch:
         final, parts = self.scores(query, alpha)
         if expansion and expansion.strip():
             final = reciprocal_rank_fusion([final, self.scores(expansion, alpha)[0]])
-        corpus_paths = [f.path for f in corpus.fragments]
-        names = [f.qualname for f in corpus.fragments]
+        corpus_paths, names = corpus.unit_paths, corpus.unit_names
         best = float(final.max())
         # The signals serve questions; a paragraph describing one function is read by its words.
         scale = (abs(best) if best else 1.0) * question_strength(query)
@@ -383,10 +392,10 @@ class FunctionSearch:
         # Enough candidates that `top` distinct files are found among them.
         pool = np.argsort(-final, kind="stable")[:top * FILE_GROUP_POOL]
         # A definition the query names keeps its place even behind another hit of its file.
-        pinned = frozenset(i for i, sig in signals.signals.items() if sig.defines)
+        pinned = signals.pinned()
         order = file_diversified([int(i) for i in pool], final, corpus_paths, top, pinned, scale)
         terms = set(query_tokens(query))
-        return [self._result(i, score, parts, terms, signals.signals.get(i)) for i, score in order]
+        return [self._result(i, score, parts, terms, signals.of(i)) for i, score in order]
 
     def _result(self, i: int, score: float, parts: dict[str, np.ndarray], terms: set[str],
                 signals: Signals | None) -> FoundFunction:

@@ -132,15 +132,16 @@ def matched_path_words(terms: set[str], words: frozenset[str]) -> list[str]:
     """The query words a path carries, a word also matching a path word it begins or that
     begins it ("dependency" and "dependencies", "route" and "router") from PATH_PREFIX_MIN
     letters on, or one sharing its first PATH_COMMON_PREFIX letters ("validation", "validate")."""
-    matched = terms & words
-    if PATH_PREFIX_MIN:
-        for term in terms - matched:
-            if any(word.startswith(term) if len(term) <= len(word) else term.startswith(word)
-                   for word in words if min(len(term), len(word)) >= PATH_PREFIX_MIN):
-                matched.add(term)
-            elif any(len(os.path.commonprefix([term, word])) >= PATH_COMMON_PREFIX for word in words):
-                matched.add(term)
-    return sorted(matched)
+    return sorted(t for t in terms if t in words or any(loosely_matches(t, w) for w in words))
+
+
+@lru_cache(maxsize=1 << 18)
+def loosely_matches(term: str, word: str) -> bool:
+    """Whether a query word names a path word by its beginning (the rules above; cached: every
+    query compares its words with every file's)."""
+    if min(len(term), len(word)) >= PATH_PREFIX_MIN and (word.startswith(term) or term.startswith(word)):
+        return True
+    return len(os.path.commonprefix([term, word])) >= PATH_COMMON_PREFIX
 
 
 @dataclass
@@ -156,10 +157,26 @@ class Signals:
 
 @dataclass
 class RankingSignals:
-    """The signals of every function for one query; `shift` is added to the fused scores."""
+    """The signals of every function for one query; `shift` is added to the fused scores. A
+    result's `Signals` is made when asked for (`of`): most functions are never shown."""
 
     shift: np.ndarray
-    signals: dict[int, Signals]
+    paths: Sequence[str]
+    path_matches: dict[str, list[str]]  # path -> the query words its path carries
+    auxiliary: dict[str, bool]  # path -> ranked down as test, example or vendored code
+    names: dict[int, tuple[str, str]]  # function -> (the symbol it defines, the name it is mentioned by)
+
+    def of(self, i: int) -> Signals | None:
+        path = self.paths[i]
+        defines, mentioned = self.names.get(i, ("", ""))
+        matched, auxiliary = self.path_matches[path], self.auxiliary[path]
+        if not (self.shift[i] or defines or matched or auxiliary):
+            return None
+        return Signals(defines, mentioned, matched, auxiliary, float(self.shift[i]))
+
+    def pinned(self) -> frozenset[int]:
+        """The definitions the query names."""
+        return frozenset(i for i, (defines, _) in self.names.items() if defines)
 
 
 # Separators of a qualified name as people type it in any language: `Rails::Engine`,
@@ -229,40 +246,63 @@ def mention_share(qualname: str, path: str, mentions: tuple[tuple[str, ...], ...
     return best
 
 
+@lru_cache(maxsize=8)
+def file_positions(paths: tuple[str, ...]) -> tuple[list[str], np.ndarray, frozenset[str]]:
+    """(each file once, each unit's file's position among them, every path word), worked out
+    once per corpus: every query reads them."""
+    files = list(dict.fromkeys(paths))
+    position = {path: k for k, path in enumerate(files)}
+    ids = np.fromiter((position[p] for p in paths), dtype=np.int64, count=len(paths))
+    return files, ids, frozenset().union(*(path_words(p) for p in files))
+
+
+@lru_cache(maxsize=1 << 16)
+def own_name(qualname: str) -> str:
+    """A definition's own name, squashed: what a spelled or mentioned name must equal."""
+    return squashed(qualname.rsplit(".", 1)[-1])
+
+
 def ranking_signals(query: str, qualnames: Sequence[str], paths: Sequence[str], scale: float) -> RankingSignals:
     """Each function's shift for `query` (`qualnames`: each function's dotted name in its file,
-    `paths`: its file), in units of `scale`, the query's best fused score."""
-    n = len(qualnames)
-    shift = np.zeros(n, dtype=np.float32)
-    signals: dict[int, Signals] = {}
+    `paths`: its file), in units of `scale`, the query's best fused score. Path signals are
+    worked out once per file; names only for the functions whose own name the query spells."""
     terms = set(code_tokens(query))
     spelled = spelled_parts(query)
     mentions = mentioned_names(query) if MENTION_BOOST else ()
     mentioned_last = {parts[-1] for parts in mentions}
     exact = QUALIFIER.split(query.strip())[-1]
     keep_auxiliary = bool(terms & ASKS_FOR_AUXILIARY)
-    by_path: dict[str, tuple[list[str], bool]] = {}
-    for path in set(paths):
-        matched = matched_path_words(terms, path_words(path))
-        by_path[path] = (matched, not keep_auxiliary and is_auxiliary(path))
-    for i, (qualname, path) in enumerate(zip(qualnames, paths)):
-        matched, auxiliary = by_path[path]
-        defines = spelled_symbol(qualname, spelled) if spelled else ""
-        value = min(PATH_WORD_BOOST_CAP, PATH_WORD_BOOST * len(matched))
-        if terms and PATH_WORD_SHARE_BOOST:
-            value += PATH_WORD_SHARE_BOOST * len(matched) / len(terms)
-        if defines:
-            value += SYMBOL_MATCH_BOOST + (EXACT_SPELLING_BOOST if defines == exact else 0.0)
-        mentioned = ""
-        if mentions and squashed(qualname.rsplit(".", 1)[-1]) in mentioned_last:
-            share = mention_share(qualname, path, mentions)
-            value += MENTION_BOOST * share
-            mentioned = qualname.rsplit(".", 1)[-1] if share else ""
-        value -= AUXILIARY_PATH_PENALTY if auxiliary else 0.0
-        if value or defines or matched or auxiliary:
-            shift[i] = value * scale
-            signals[i] = Signals(defines, mentioned, matched, auxiliary, value * scale)
-    return RankingSignals(shift, signals)
+    files, ids, vocabulary = file_positions(tuple(paths))
+    # The path words each query word names, looked up once in every file's words.
+    named = {t: frozenset(w for w in vocabulary if w == t or loosely_matches(t, w)) for t in terms}
+    path_matches = {path: sorted(t for t in terms if not named[t].isdisjoint(path_words(path)))
+                    for path in files}
+    auxiliary = {path: not keep_auxiliary and is_auxiliary(path) for path in files}
+    by_path = np.array([_path_value(len(path_matches[p]), len(terms)) for p in files], dtype=np.float64)
+    penalty = np.array([AUXILIARY_PATH_PENALTY if auxiliary[p] else 0.0 for p in files], dtype=np.float64)
+    value = by_path[ids]
+    names: dict[int, tuple[str, str]] = {}
+    wanted = ({spelled[-1]} if spelled else set()) | mentioned_last
+    if wanted:
+        for i, qualname in enumerate(qualnames):
+            if own_name(qualname) not in wanted:
+                continue
+            defines = spelled_symbol(qualname, spelled) if spelled else ""
+            if defines:
+                value[i] += SYMBOL_MATCH_BOOST + (EXACT_SPELLING_BOOST if defines == exact else 0.0)
+            share = mention_share(qualname, paths[i], mentions) if mentions else 0.0
+            value[i] += MENTION_BOOST * share
+            if defines or share:
+                names[i] = (defines, qualname.rsplit(".", 1)[-1] if share else "")
+    value -= penalty[ids]
+    return RankingSignals((value * scale).astype(np.float32), paths, path_matches, auxiliary, names)
+
+
+def _path_value(matched: int, terms: int) -> float:
+    value = min(PATH_WORD_BOOST_CAP, PATH_WORD_BOOST * matched)
+    if terms and PATH_WORD_SHARE_BOOST:
+        value += PATH_WORD_SHARE_BOOST * matched / terms
+    return value
 
 
 # A file's k-th unit in the list is ranked as if its score were lower by this share of the best
@@ -320,8 +360,7 @@ def file_text_lift(scores: np.ndarray, lexical: np.ndarray, paths: Sequence[str]
     shift = np.zeros_like(scores)
     if not FILE_TEXT_BOOST or scores.size == 0:
         return shift
-    files: dict[str, int] = {}
-    ids = np.fromiter((files.setdefault(p, len(files)) for p in paths), dtype=np.int64, count=len(paths))
+    files, ids, _ = file_positions(tuple(paths))
     totals = np.bincount(ids, weights=np.maximum(lexical, 0.0), minlength=len(files))
     totals = np.log1p(totals)
     top = float(totals.max())
