@@ -3,10 +3,10 @@ with semble's NDCG@10 rule beside semble's published figures.
 
 Each repository's folder is indexed as `prism-code index` does (with embeddings unless
 asked not to) and every query runs through `run_find("retrieval", ...)`, as `prism-code
-find` runs it; its top ten (path, start_line, end_line) are scored. Find ranks functions
-and methods, so a target no indexed function can match (a file without functions, a span
-outside every function, a language the parser lacks) scores nothing whatever the ranking:
-such queries are counted. A repository none of whose files the parser knows is not
+find` runs it; its top ten (path, start_line, end_line) are scored. Find ranks functions,
+classes and files without definitions, so a target no indexed unit can match (a span outside
+every one, a file too short to be a unit, a language the parser lacks) scores nothing whatever
+the ranking: such queries are counted. A repository none of whose files the parser knows is not
 indexed; its queries score 0 and it is marked.
 """
 

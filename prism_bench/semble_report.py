@@ -23,8 +23,8 @@ def _share(part: int, whole: int) -> str:
 
 
 def _mode_text(embeddings: bool) -> str:
-    return ("hybrid: BM25 over function bodies and names fused with MiniLM over sources and cards"
-            if embeddings else "lexical: BM25 over function bodies and names, no embeddings")
+    return ("hybrid: BM25 over definitions' bodies, names and doc comments fused with MiniLM over sources and cards"
+            if embeddings else "lexical: BM25 over definitions' bodies, names and doc comments, no embeddings")
 
 
 def semble_markdown(runs: Sequence[RepoRun], repos: dict[str, SembleRepo], command: str, embeddings: bool) -> str:
@@ -42,7 +42,7 @@ def semble_markdown(runs: Sequence[RepoRun], repos: dict[str, SembleRepo], comma
         f"Command: `{command}`",
         "",
         f"semble's code-search benchmark ({len(runs)} repositories, {queries} queries), find's `retrieval` "
-        f"strategy ({_mode_text(embeddings)}); its top 10 functions scored with semble's NDCG@10 rule "
+        f"strategy ({_mode_text(embeddings)}); its top 10 results (functions, classes, and files without definitions) scored with semble's NDCG@10 rule "
         "(/work/shared/benchmarks/semble/README.md). semble's figures are its published ones: its default "
         "hybrid search, and the ablations `semble-bm25` (BM25 through its ranking stack) and `unranked-bm25` "
         "(plain BM25 over its chunks). `prism 1/file` is a diagnostic, not what find returns: find's ranking "
@@ -61,8 +61,8 @@ def semble_markdown(runs: Sequence[RepoRun], repos: dict[str, SembleRepo], comma
         plain = fmean(ablation["unranked-bm25"][r.repo] for r in parsed)
         lines += ["", f"Over the {len(parsed)} repositories in languages the parser knows: prism {mine:.3f} "
                       f"(1/file {mine_per_file:.3f}), semble {theirs:.3f} (unranked-bm25 {plain:.3f})."]
-    lines += ["", f"Queries no indexed function can answer (every target a file without functions, a span "
-                  f"outside them, or in an unparsed language): {unreachable} of {queries}."]
+    lines += ["", f"Queries nothing indexed can answer (every target a span outside every indexed unit, a short "
+                  f"file without definitions, or in an unparsed language): {unreachable} of {queries}."]
     lines += ["", _language_table(runs, ours, per_file, published, ablation, language_of)]
     lines += ["", _category_table(runs, repos)]
     lines += ["", _repo_table(runs, published, ablation)]

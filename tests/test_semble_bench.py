@@ -146,39 +146,46 @@ def test_bench_scores_find_s_ranking_with_semble_s_rule(data_dir: Path, tmp_path
     surface_rank = top.index("shapes.py:34-35 Rectangle.surface") + 1
     assert surface_rank == 2
     assert py.queries[3].top[0] == "config.py:19-21 write_config"
-    # parse_config first; colours.py has no function; the span found second, its secondary
-    # file unreachable; write_config first.
-    span_second = (1 / math.log2(surface_rank + 1)) / (1 + RANK2)
-    assert [q.ndcg10 for q in py.queries[:4]] == pytest.approx([1.0, 0.0, span_second, 1.0])
+    # colours.py has no function: the file is a result of its own, first for the palette
+    # question and within reach as the span question's secondary file.
+    assert py.queries[1].top[0] == "colours.py:1-5 colours.py"
+    colours_rank = py.queries[2].top.index("colours.py:1-5 colours.py") + 1
+    assert colours_rank <= 10
+    span_second = (1 / math.log2(surface_rank + 1) + 1 / math.log2(colours_rank + 1)) / (1 + RANK2)
+    assert [q.ndcg10 for q in py.queries[:4]] == pytest.approx([1.0, 1.0, span_second, 1.0])
     # The last query's spans are class lines outside every method: the classes, results of
     # their own, answer it.
     last = py.queries[4]
     assert last.ndcg10 > 0.5 and {"shapes.py:6-23 Shape", "shapes.py:26-35 Rectangle"} & set(last.top[:3])
-    assert [q.reachable for q in py.queries] == [True, False, True, True, True]
+    assert all(q.reachable for q in py.queries)
     assert py.queries[2].targets == [{"target": "src/pymini/shapes.py:34-35", "secondary": False, "rank": surface_rank},
-                                     {"target": "src/pymini/colours.py", "secondary": True, "rank": None}]
+                                     {"target": "src/pymini/colours.py", "secondary": True, "rank": colours_rank}]
     assert [q.top[0].split()[-1] for q in js.queries[:2]] == ["matchRoute", "serializeCookie"]
-    assert [q.ndcg10 for q in js.queries] == pytest.approx([1.0, 1.0, 0.0])
+    # index.js only re-exports: no definition, but the file itself answers the architecture question.
+    assert js.queries[2].top[0] == "index.js:1-6 index.js"
+    assert [q.ndcg10 for q in js.queries] == pytest.approx([1.0, 1.0, 1.0])
     # cobmini's stray build.js is parsed and searched, its COBOL answer is not.
     assert [q.ndcg10 for q in cob.queries] == [0.0] and cob.unreachable == 1 and cob.functions == 1
-    assert py.ndcg10 == pytest.approx((2 + span_second + last.ndcg10) / 5)
-    assert py.by_category == pytest.approx({"architecture": (1 + last.ndcg10) / 2, "semantic": span_second / 2,
+    assert py.ndcg10 == pytest.approx((3 + span_second + last.ndcg10) / 5)
+    assert py.by_category == pytest.approx({"architecture": (1 + last.ndcg10) / 2, "semantic": (1 + span_second) / 2,
                                             "symbol": 1.0})
     assert len(py.latency_ms) == 5 and py.p50_ms is not None
-    # One result per file: Rectangle.__init__ stands for shapes.py, so the spanned method is lost.
-    assert [q.ndcg10_per_file for q in py.queries[:4]] == pytest.approx([1.0, 0.0, 0.0, 1.0])
+    # One result per file: Rectangle.__init__ stands for shapes.py, so the spanned method is lost
+    # and only the secondary file counts, third of the three files.
+    colours_third = (1 / math.log2(4)) / (1 + RANK2)
+    assert [q.ndcg10_per_file for q in py.queries[:4]] == pytest.approx([1.0, 1.0, colours_third, 1.0])
     assert py.queries[4].ndcg10_per_file > 0
-    assert [q.ndcg10_per_file for q in js.queries] == pytest.approx([1.0, 1.0, 0.0])
+    assert [q.ndcg10_per_file for q in js.queries] == pytest.approx([1.0, 1.0, 1.0])
 
     by_name = {r.name: r for r in repos}
     text = semble_report.semble_markdown(list(runs.values()), by_name, "prism-code bench semble", False)
-    mean = (py.ndcg10 + 2 / 3 + 0.0) / 3
+    mean = (py.ndcg10 + 1.0 + 0.0) / 3
     assert f"prism {mean:.3f}, semble {(0.8 + 0.9 + 0.4) / 3:.3f}" in text
     assert "| cobol (not parsed) | 1 | 1 | 1 | 0.000 | 0.000 | 0.400 | 0.300 | 0.200 |" in text
-    assert "| javascript | 1 | 3 | 1 | 0.667 | 0.667 | 0.900 | 0.850 | 0.500 |" in text
+    assert "| javascript | 1 | 3 | 0 | 1.000 | 1.000 | 0.900 | 0.850 | 0.500 |" in text
     # symbol: both parsed repositories found theirs; semble's symbol mean over the same two.
     assert "| symbol | 2 | 1.000 | 1.000 |" in text
-    assert "Queries no indexed function can answer" in text and ": 3 of 9." in text  # cobmini 1, jsmini 1, pymini 1
+    assert "Queries nothing indexed can answer" in text and ": 1 of 9." in text  # cobmini's COBOL answer
 
     saved = json.loads(semble_bench.write_json(list(runs.values()), tmp_path / "r.json").read_text())
     assert saved["pymini"]["queries"][0]["top"][0] == "config.py:12-16 parse_config"
