@@ -42,7 +42,8 @@ def semble_markdown(runs: Sequence[RepoRun], repos: dict[str, SembleRepo], comma
         f"Command: `{command}`",
         "",
         f"semble's code-search benchmark ({len(runs)} repositories, {queries} queries), find's `retrieval` "
-        f"strategy ({_mode_text(embeddings)}); its top 10 results (functions, classes, and files without definitions) scored with semble's NDCG@10 rule "
+        f"strategy ({_mode_text(embeddings)}); its top 10 results (functions, classes, and files without "
+        "definitions) scored with semble's NDCG@10 rule "
         "(/work/shared/benchmarks/semble/README.md). semble's figures are its published ones: its default "
         "hybrid search, and the ablations `semble-bm25` (BM25 through its ranking stack) and `unranked-bm25` "
         "(plain BM25 over its chunks). `prism 1/file` is a diagnostic, not what find returns: find's ranking "
