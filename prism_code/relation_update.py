@@ -19,7 +19,8 @@ from prism_code.cancel import CancelCheck, Cancelled
 from prism_code.config import IndexConfig
 from prism_code.fragments import FUNCTION, WINDOW, Fragment
 from prism_code.graph import CodeGraph
-from prism_code.relations import Ranked, StrengthTable, ranked_batches, split_rows
+from prism_code.relation_pool import RelationJob, file_groups, ranked_groups, worker_count
+from prism_code.relations import Ranked, RelationCorpus, StrengthTable, split_rows
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 RelatedSets = dict[str, list[tuple[str, float]]]  # fragment key -> (related key, weight), strongest first
@@ -118,17 +119,20 @@ def recompute(graph: CodeGraph, config: IndexConfig, fragments: dict[str, Fragme
         sources = {n for _, corpus, rows in plans for i in rows for n, _ in corpus[i].nodes}
         region = graph.ball(sources, config.relation_cutoff)
     table = StrengthTable(graph, config.relation_cutoff, region)
+    # Every pair of a changed row is needed only to patch sets not recomputed.
+    patching = bool(changed) and len(keys) < len(fragments)
+    job = RelationJob(table.strengths, tuple(RelationCorpus.of(table, corpus) for _, corpus, _ in plans),
+                      config.context_weight, None if patching else config.related_per_fragment)
+    total = sum(len(rows) for _, _, rows in plans)
+    groups = file_groups([corpus for _, corpus, _ in plans], [rows for _, _, rows in plans])
     recomputed: set[str] = set()
     changed_rows: RelatedSets = {}
-    for kind, corpus, rows in plans:
-        if cancelled and cancelled():
-            raise Cancelled("relations cancelled; they are finished by the next update")
-        report(f"relations ({kind}s)", 0, len(rows))
-        done = 0
-        # Every pair of a changed row is needed only to patch sets not recomputed.
-        patching = bool(changed) and len(keys) < len(fragments)
-        top_k = None if patching else config.related_per_fragment
-        for batch, ranked in ranked_batches(table, corpus, rows, config.context_weight, top_k):
+    _check(cancelled)
+    report("relations", 0, total)
+    done = 0
+    for result in ranked_groups(job, groups, worker_count(total), cancelled):
+        for k, batch, ranked in result:
+            corpus = plans[k][1]
             for i, pairs in split_rows(batch, ranked, config.related_per_fragment).items():
                 related[corpus[i].key] = [(corpus[j].key, w) for j, w in pairs]
                 recomputed.add(corpus[i].key)
@@ -140,7 +144,10 @@ def recompute(graph: CodeGraph, config: IndexConfig, fragments: dict[str, Fragme
                     if pairs:
                         changed_rows[corpus[i].key] = [(corpus[j].key, w) for j, w in pairs]
             done += len(batch)
-            report(f"relations ({kind}s)", done, len(rows))
-            if cancelled and cancelled() and done < len(rows):
-                raise Cancelled("relations cancelled; they are finished by the next update")
+        report("relations", done, total)
     return recomputed, changed_rows
+
+
+def _check(cancelled: CancelCheck | None) -> None:
+    if cancelled and cancelled():
+        raise Cancelled("relations cancelled; they are finished by the next update")

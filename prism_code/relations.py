@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import sparse
@@ -22,70 +23,48 @@ Related = list[tuple[int, float]]  # (fragment index, relation weight), stronges
 _BATCH = 256
 
 
-class StrengthTable:
-    """Node relation strengths (max-product path weight >= cutoff), computed once per node.
+class Strengths:
+    """Node relation strengths (max-product path weight >= cutoff) from the cost matrix
+    alone, computed once per node and kept until `forget()`.
 
-    With a `region`, only nodes inside it are considered: callers pass a region holding
-    every node within the cutoff of the sources they will ask for, so the answers are
-    exact while an incremental update touches a few hundred nodes instead of the graph.
+    Holds no graph, so it can be sent to another process (relation_pool): `costs` are the
+    directed -log w edge costs with hubs' rows empty (paths may end at a hub but not leave
+    it), `hub_steps` each hub's own first steps, since a path may start at one.
     """
 
-    def __init__(self, graph: CodeGraph, cutoff: float, region: set[str] | None = None) -> None:
-        self.graph = graph
+    def __init__(self, costs: sparse.csr_matrix, hub_steps: dict[int, dict[int, float]], cutoff: float) -> None:
+        self.costs = costs
+        self.hub_steps = hub_steps
         self.cutoff = cutoff
-        self.order = list(graph.g.nodes) if region is None else [n for n in region if n in graph.g]
-        self.index = {node: i for i, node in enumerate(self.order)}
         self._rows: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-        self._costs: sparse.csr_matrix | None = None
 
-    def _cost_matrix(self) -> sparse.csr_matrix:
-        """Directed -log w costs over the table's nodes."""
-        if self._costs is None:
-            # Built by hand: networkx's converter walks filtered subgraph views, which costs
-            # more than the Dijkstra itself on the few thousand nodes of an edit's region.
-            rows, cols, weights = [], [], []
-            adjacency = self.graph.g.adj
-            for i, node in enumerate(self.order):
-                if self.graph.is_hub(node):
-                    continue  # an empty row: paths may end at a hub but not leave it
-                for neighbour, data in adjacency[node].items():
-                    j = self.index.get(neighbour)
-                    if j is not None:
-                        rows.append(i)
-                        cols.append(j)
-                        weights.append(data["weight"])
-            # Weight 1.0 would cost 0, which a sparse matrix reads as "no edge".
-            costs = np.maximum(-np.log(np.asarray(weights, dtype=np.float64)), 1e-12)
-            self._costs = sparse.csr_matrix((costs, (rows, cols)),
-                                            shape=(len(self.order), len(self.order)))
-        return self._costs
+    @property
+    def size(self) -> int:
+        return int(self.costs.shape[0])
+
+    def forget(self) -> None:
+        """Drop the computed rows: a pass over a large corpus keeps only a group's."""
+        self._rows.clear()
 
     def _compute(self, missing: list[int]) -> None:
         limit = path_limit(self.cutoff)
-        costs = self._cost_matrix()
-        hubs = [s for s in missing if self.graph.is_hub(self.order[s])]
+        hubs = [s for s in missing if s in self.hub_steps]
         # A hub may start a path: its distances are the best first step to a neighbour
         # plus that neighbour's distances in the hub-blocking graph.
-        first_steps = {h: self._neighbour_costs(h) for h in hubs}
         sources = list(dict.fromkeys(
-            [s for s in missing if s not in first_steps]
-            + [n for steps in first_steps.values() for n in steps]))
+            [s for s in missing if s not in self.hub_steps]
+            + [n for h in hubs for n in self.hub_steps[h]]))
         found: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         for start in range(0, len(sources), _BATCH):
-            found.update(_bounded_distances(costs, sources[start:start + _BATCH], limit))
+            found.update(_bounded_distances(self.costs, sources[start:start + _BATCH], limit))
         for source in missing:
-            if source in first_steps:
-                cols, dist = _through_first_steps(source, first_steps[source], found, limit)
+            if source in self.hub_steps:
+                cols, dist = _through_first_steps(source, self.hub_steps[source], found, limit)
             else:
                 cols, dist = found[source]
             strengths = np.exp(-dist)
             near = strengths >= self.cutoff * (1 - PATH_EPSILON)
             self._rows[source] = (cols[near], strengths[near])
-
-    def _neighbour_costs(self, hub: int) -> dict[int, float]:
-        node = self.order[hub]
-        return {self.index[n]: -math.log(data["weight"])
-                for n, data in self.graph.g[node].items() if n in self.index}
 
     def matrix(self, sources: Sequence[int]) -> sparse.csr_matrix:
         """Rows: the given node indices; columns: every node of the table."""
@@ -97,7 +76,57 @@ class StrengthTable:
         indptr[1:] = np.cumsum([len(c) for c, _ in rows])
         indices = np.concatenate([c for c, _ in rows]) if rows else np.zeros(0, dtype=np.int64)
         data = np.concatenate([v for _, v in rows]) if rows else np.zeros(0)
-        return sparse.csr_matrix((data, indices, indptr), shape=(len(rows), len(self.order)))
+        return sparse.csr_matrix((data, indices, indptr), shape=(len(rows), self.size))
+
+
+class StrengthTable:
+    """The graph's nodes (all, or those of a `region`) as Strengths' indices.
+
+    With a `region`, only nodes inside it are considered: callers pass a region holding
+    every node within the cutoff of the sources they will ask for, so the answers are
+    exact while an incremental update touches a few hundred nodes instead of the graph.
+    """
+
+    def __init__(self, graph: CodeGraph, cutoff: float, region: set[str] | None = None) -> None:
+        self.graph = graph
+        self.cutoff = cutoff
+        self.order = list(graph.g.nodes) if region is None else [n for n in region if n in graph.g]
+        self.index = {node: i for i, node in enumerate(self.order)}
+        self._strengths: Strengths | None = None
+
+    @property
+    def strengths(self) -> Strengths:
+        if self._strengths is None:
+            self._strengths = Strengths(self._cost_matrix(), self._hub_steps(), self.cutoff)
+        return self._strengths
+
+    def _cost_matrix(self) -> sparse.csr_matrix:
+        """Directed -log w costs over the table's nodes."""
+        # Built by hand: networkx's converter walks filtered subgraph views, which costs
+        # more than the Dijkstra itself on the few thousand nodes of an edit's region.
+        rows, cols, weights = [], [], []
+        adjacency = self.graph.g.adj
+        for i, node in enumerate(self.order):
+            if self.graph.is_hub(node):
+                continue  # an empty row: paths may end at a hub but not leave it
+            for neighbour, data in adjacency[node].items():
+                j = self.index.get(neighbour)
+                if j is not None:
+                    rows.append(i)
+                    cols.append(j)
+                    weights.append(data["weight"])
+        # Weight 1.0 would cost 0, which a sparse matrix reads as "no edge".
+        costs = np.maximum(-np.log(np.asarray(weights, dtype=np.float64)), 1e-12)
+        return sparse.csr_matrix((costs, (rows, cols)), shape=(len(self.order), len(self.order)))
+
+    def _hub_steps(self) -> dict[int, dict[int, float]]:
+        return {i: {self.index[n]: -math.log(data["weight"])
+                    for n, data in self.graph.g[node].items() if n in self.index}
+                for i, node in enumerate(self.order) if self.graph.is_hub(node)}
+
+    def matrix(self, sources: Sequence[int]) -> sparse.csr_matrix:
+        """Rows: the given node indices; columns: every node of the table."""
+        return self.strengths.matrix(sources)
 
     def length_matrix(self, fragments: Sequence[Fragment]) -> sparse.csr_matrix:
         rows, cols, vals = [], [], []
@@ -151,19 +180,41 @@ def _through_first_steps(hub: int, steps: dict[int, float], found: dict[int, tup
     return cols[within], dist[within]
 
 
-def code_relation_rows(table: StrengthTable, fragments: Sequence[Fragment],
-                       rows: Sequence[int],
-                       lengths: sparse.csr_matrix | None = None,
-                       totals: np.ndarray | None = None) -> sparse.csr_matrix:
-    """FragRel Eq. 8 for the given rows against every fragment (len(rows) x n).
+@dataclass(frozen=True)
+class RelationCorpus:
+    """What Eqs. 7-8 read of a corpus of fragments, as arrays and plain tuples (picklable,
+    without the fragments): node lengths, each fragment's total, and each window's place."""
 
-    `lengths` and `totals` (see _fragment_lengths) may be passed when one corpus is
-    processed in several batches of rows."""
-    if lengths is None or totals is None:
-        lengths, totals = _fragment_lengths(table, fragments)
+    lengths: sparse.csr_matrix  # fragments x table nodes: lines of the fragment each node owns
+    totals: np.ndarray  # every node's lines of a fragment, also those outside the table's region
+    places: tuple[tuple[str, int] | None, ...]  # a window's (path, position); None for others
+
+    @classmethod
+    def of(cls, table: StrengthTable, fragments: Sequence[Fragment]) -> RelationCorpus:
+        totals = np.array([sum(n for _, n in f.nodes) for f in fragments], dtype=np.float64)
+        totals[totals == 0] = 1.0
+        places = tuple((f.path, f.position) if f.kind == WINDOW else None for f in fragments)
+        return cls(table.length_matrix(fragments), totals, places)
+
+    def __len__(self) -> int:
+        return len(self.totals)
+
+    def window_at(self) -> dict[tuple[str, int], int]:
+        """Each window's index by (path, position)."""
+        return {place: j for j, place in enumerate(self.places) if place is not None}
+
+
+def code_relation_rows(table: StrengthTable, fragments: Sequence[Fragment],
+                       rows: Sequence[int]) -> sparse.csr_matrix:
+    """FragRel Eq. 8 for the given rows against every fragment (len(rows) x n)."""
+    return _code_rows(table.strengths, RelationCorpus.of(table, fragments), rows)
+
+
+def _code_rows(strengths: Strengths, corpus: RelationCorpus, rows: Sequence[int]) -> sparse.csr_matrix:
+    lengths, totals = corpus.lengths, corpus.totals
     sub = lengths[list(rows)]
     used = np.unique(sub.indices)
-    numerator = sparse.csr_matrix(sub[:, used] @ table.matrix(used.tolist()) @ lengths.T)
+    numerator = sparse.csr_matrix(sub[:, used] @ strengths.matrix(used.tolist()) @ lengths.T)
     # Scaled in place: the same products as multiplying by the two diagonal matrices, in the
     # same order (row scale first), without two more sparse products and their copies.
     row_of = np.repeat(np.arange(len(rows)), np.diff(numerator.indptr))
@@ -172,45 +223,29 @@ def code_relation_rows(table: StrengthTable, fragments: Sequence[Fragment],
     return numerator
 
 
-def _fragment_lengths(table: StrengthTable,
-                      fragments: Sequence[Fragment]) -> tuple[sparse.csr_matrix, np.ndarray]:
-    lengths = table.length_matrix(fragments)
-    # Totals count every node of a fragment, also those outside the table's region.
-    totals = np.array([sum(n for _, n in f.nodes) for f in fragments], dtype=np.float64)
-    totals[totals == 0] = 1.0
-    return lengths, totals
-
-
 def context_relation(position_i: int, position_j: int, weight: float) -> float:
     """FragRel Eq. 7: w_rel ** |loc_i - loc_j| for windows of one file."""
     return weight ** abs(position_i - position_j)
 
 
-def _windows(fragments: Sequence[Fragment]) -> dict[tuple[str, int], int]:
-    """Each window's index by (path, position)."""
-    return {(f.path, f.position): j for j, f in enumerate(fragments) if f.kind == WINDOW}
-
-
-def _context_rows(fragments: Sequence[Fragment], rows: Sequence[int], shape: tuple[int, int],
+def _context_rows(corpus: RelationCorpus, rows: Sequence[int], shape: tuple[int, int],
                   context_weight: float, cutoff: float,
-                  window_at: dict[tuple[str, int], int] | None = None) -> sparse.csr_matrix:
+                  window_at: dict[tuple[str, int], int]) -> sparse.csr_matrix:
     """FragRel Eq. 7 for the given rows: each window against the windows near it in its file."""
     reach = int(math.log(cutoff) / math.log(context_weight)) if 0 < context_weight < 1 else 0
     r_idx, c_idx, vals = [], [], []
     if reach:
-        if window_at is None:
-            window_at = _windows(fragments)
         for r, i in enumerate(rows):
-            fragment = fragments[i]
-            if fragment.kind != WINDOW:
+            place = corpus.places[i]
+            if place is None:
                 continue
+            path, position = place
             for delta in range(-reach, reach + 1):
-                j = window_at.get((fragment.path, fragment.position + delta))
+                j = window_at.get((path, position + delta))
                 if j is not None and j != i:
                     r_idx.append(r)
                     c_idx.append(j)
-                    vals.append(context_relation(fragment.position, fragment.position + delta,
-                                                 context_weight))
+                    vals.append(context_relation(position, position + delta, context_weight))
     return sparse.csr_matrix((vals, (r_idx, c_idx)), shape=shape)
 
 
@@ -259,39 +294,41 @@ def ranked_batches(table: StrengthTable, fragments: Sequence[Fragment], rows: Se
                    context_weight: float, top_k: int | None = None) -> Iterator[tuple[list[int], Ranked]]:
     """ranked_relations() over `rows` in batches of ROW_BATCH: (batch, its ranked arrays);
     with `top_k`, each row's arrays may stop after its `top_k` strongest (and their ties)."""
-    lengths, totals = _fragment_lengths(table, fragments)
-    window_at = _windows(fragments)
+    corpus = RelationCorpus.of(table, fragments)
+    yield from corpus_batches(table.strengths, corpus, rows, context_weight, top_k)
+
+
+def corpus_batches(strengths: Strengths, corpus: RelationCorpus, rows: Sequence[int], context_weight: float,
+                   top_k: int | None = None) -> Iterator[tuple[list[int], Ranked]]:
+    """ranked_batches() on a corpus already in arrays (what a relation_pool worker holds)."""
+    window_at = corpus.window_at()
     for start in range(0, len(rows), ROW_BATCH):
         batch = list(rows[start:start + ROW_BATCH])
-        yield batch, ranked_relations(table, fragments, batch, context_weight, lengths, totals,
-                                      window_at, top_k)
+        yield batch, ranked_relations(strengths, corpus, batch, context_weight, window_at, top_k)
 
 
-def ranked_relations(table: StrengthTable, fragments: Sequence[Fragment], rows: Sequence[int],
-                     context_weight: float, lengths: sparse.csr_matrix | None = None,
-                     totals: np.ndarray | None = None,
-                     window_at: dict[tuple[str, int], int] | None = None,
+def ranked_relations(strengths: Strengths, corpus: RelationCorpus, rows: Sequence[int],
+                     context_weight: float, window_at: dict[tuple[str, int], int],
                      top_k: int | None = None) -> Ranked:
     """Every relation >= cutoff of the given rows, as (row position, fragment, weight) arrays
     sorted by row and strongest first: max(Eq. 8, Eq. 7), self excluded. With `top_k`, a
     row's relations weaker than its `top_k`-th strongest are left out before the sort."""
-    code = code_relation_rows(table, fragments, rows, lengths, totals)
+    code = _code_rows(strengths, corpus, rows)
     # Both relations are non-negative, so the element-wise maximum of the sparse matrices
     # is max(Eq. 8, Eq. 7) on every pair either one relates.
-    merged = sparse.csr_matrix(code.maximum(_context_rows(fragments, rows, code.shape,
-                                                          context_weight, table.cutoff,
-                                                          window_at)))
+    merged = sparse.csr_matrix(code.maximum(_context_rows(corpus, rows, code.shape, context_weight,
+                                                          strengths.cutoff, window_at)))
     # A cheap test first (most pairs are far below the cutoff), the exact one after rounding.
-    near = merged.data >= table.cutoff - 1e-6
+    near = merged.data >= strengths.cutoff - 1e-6
     r = np.repeat(np.arange(len(rows), dtype=np.int64), np.diff(merged.indptr))[near]
     cols = merged.indices[near].astype(np.int64)
     vals = quantize(merged.data[near])
-    keep = (cols != np.asarray(rows, dtype=np.int64)[r]) & (vals >= table.cutoff)
+    keep = (cols != np.asarray(rows, dtype=np.int64)[r]) & (vals >= strengths.cutoff)
     r, cols, vals = r[keep], cols[keep], vals[keep]
     if top_k is not None:
         strongest = _strongest(r, vals, len(rows), top_k)
         r, cols, vals = r[strongest], cols[strongest], vals[strongest]
-    return _by_strength(r, cols, vals, len(fragments))
+    return _by_strength(r, cols, vals, len(corpus))
 
 
 def _strongest(r: np.ndarray, vals: np.ndarray, n_rows: int, top_k: int) -> np.ndarray:

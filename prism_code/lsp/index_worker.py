@@ -42,8 +42,7 @@ _STAGES = {
     "open": (0, 5),
     "parse": (5, 60),
     "graph": (60, 65),
-    "relations (functions)": (65, 70),
-    "relations (windows)": (70, 75),
+    "relations": (65, 75),
     "embeddings": (75, 100),
 }
 
