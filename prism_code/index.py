@@ -43,8 +43,9 @@ from prism_code.fragments import (
     type_fragments,
 )
 from prism_code.graph import CodeGraph
-from prism_code.parse import PARSER_VERSION, language_for_path, parse_source
+from prism_code.parse import PARSER_VERSION, language_for_path
 from prism_code.parse.model import Definition, ParsedFile
+from prism_code.parse_pool import decode, parsed_files
 from prism_code.relation_update import (
     FULL_RECOMPUTE_SHARE,
     Dirty,
@@ -112,11 +113,6 @@ def _definition_hashes(lines: dict[str, list[str]], pf: ParsedFile) -> dict[str,
 
 def _count_functions(fragments: dict[str, Fragment]) -> int:
     return sum(1 for f in fragments.values() if f.kind == FUNCTION)
-
-
-def _decode(data: bytes) -> str:
-    # Invalid UTF-8 must not stop indexing: keep what decodes, mark the rest.
-    return data.decode("utf-8", errors="replace").replace("\r\n", "\n")
 
 
 @dataclass(frozen=True)
@@ -407,17 +403,16 @@ class RepoIndex:
         loaded = self._within_line_limit(diff, summary)
         summary.skipped = len(summary.skipped_reasons)
         parsed: list[tuple[LoadedFile, str, ParsedFile]] = []
-        for i, item in enumerate(loaded):
-            if cancelled and cancelled():
-                raise Cancelled("indexing cancelled; the index is unchanged")
+        report("parse", 0, len(loaded))
+        results = parsed_files([(item.path, item.data) for item in loaded], cancelled)
+        for i, (item, pf) in enumerate(zip(loaded, results), 1):
             report("parse", i, len(loaded))
-            text = _decode(item.data)
-            pf = parse_source(item.path, text.encode("utf-8"))
             if pf is None:
                 continue
             summary.parse_errors += pf.has_errors
-            parsed.append((item, text, pf))
-        report("parse", len(loaded), len(loaded))
+            parsed.append((item, decode(item.data), pf))
+        if cancelled and cancelled():
+            raise Cancelled("indexing cancelled; the index is unchanged")
         summary.added, summary.changed, summary.removed = len(diff.added), len(diff.changed), len(diff.removed)
         if parsed or diff.removed:
             self._apply(parsed, diff.removed, report)

@@ -346,8 +346,9 @@ def test_an_index_parsed_by_an_older_parser_is_parsed_again_once(repo, tmp_path,
     import dataclasses
 
     import prism_code.index as index_module
+    import prism_code.parse_pool as parse_pool
 
-    real_parse = index_module.parse_source
+    real_parse = parse_pool.parse_source
 
     def older_parser(path: str, source: bytes):  # found no definitions at all
         parsed = real_parse(path, source)
@@ -355,7 +356,7 @@ def test_an_index_parsed_by_an_older_parser_is_parsed_again_once(repo, tmp_path,
 
     cache = tmp_path / "cache"
     with monkeypatch.context() as old:
-        old.setattr(index_module, "parse_source", older_parser)
+        old.setattr(parse_pool, "parse_source", older_parser)
         old.setattr(index_module, "PARSER_VERSION", 1)
         stale = RepoIndex(repo, cache_dir=cache)
         stale.update()
