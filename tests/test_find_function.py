@@ -35,11 +35,31 @@ def test_search_after_an_edit_equals_a_cold_corpus(index: RepoIndex):
 
     warm, cold = search.corpus, FunctionCorpus(index)
     assert warm.code == cold.code and warm.cards == cold.cards and warm.tokens == cold.tokens
+    assert [f.key for f in warm.fragments] == [f.key for f in cold.fragments] and warm.docs == cold.docs
     query = ["sales", "tax", "amount", "cart"]
     assert np.allclose(warm.lexical.scores(query), cold.lexical.scores(query))
     assert np.allclose(warm.names.scores(query), cold.names.scores(query))
     assert (warm.related != cold.related).nnz == 0
     assert warm.related.nnz > 0  # the fixture's functions do have related sets
+
+
+def test_a_corpus_rebuilt_after_edits_to_types_and_plain_files_equals_a_cold_one(index: RepoIndex):
+    """The rebuild reuses each unchanged file's units; what changed must still show."""
+    search = FunctionSearch(index, None)
+    search.search("compute the area of a shape")
+    (index.root / "pkg" / "ledger.py").write_text(
+        "# A ledger of entries.\nclass Ledger:\n    \"\"\"Entries in posting order.\"\"\"\n\n"
+        "    def post(self, entry):\n        self.entries.append(entry)\n")
+    (index.root / "pkg" / "settings.py").write_text("".join(f"OPTION_{n} = {n}\n" for n in range(8)))
+    next(p for p in sorted(index.root.rglob("*.py")) if p.name not in ("ledger.py", "settings.py")).unlink()
+    index.update()
+
+    found = search.search("ledger entries in posting order")
+    assert found[0].qualname == "Ledger"
+    assert any(f.path == "pkg/settings.py" for f in search.search("OPTION settings", top=20))
+    warm, cold = search.corpus, FunctionCorpus(index)
+    assert [f.key for f in warm.fragments] == [f.key for f in cold.fragments]
+    assert warm.code == cold.code and warm.docs == cold.docs and warm.tokens == cold.tokens
 
 
 def test_relations_finished_later_reach_the_rerank(index: RepoIndex):

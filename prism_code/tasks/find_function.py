@@ -18,7 +18,15 @@ import numpy as np
 import scipy.sparse as sp
 
 from prism_code.embeddings import VectorCache, card_text, text_key
-from prism_code.fragments import Fragment, file_unit_name, file_units, function_key, is_file_unit, type_fragments
+from prism_code.fragments import (
+    Fragment,
+    file_unit_name,
+    file_units,
+    fragment_text,
+    function_key,
+    is_file_unit,
+    type_fragments,
+)
 from prism_code.index import IndexSnapshot, RepoIndex
 from prism_code.parse.model import Definition, ParsedFile
 from prism_code.relations import related_matrix
@@ -139,21 +147,19 @@ class FunctionCorpus:
     name_bags: list[TermBag]
     names: LexicalIndex  # BM25 over `name_field`, with its own vocabulary
     name_vocabulary: TermNumbering
+    _files: dict[str, _FileUnits]
 
     def __init__(self, index: RepoIndex | IndexSnapshot, previous: FunctionCorpus | None = None) -> None:
         self.generation = index.generation
         parsed = index.parsed if isinstance(index, IndexSnapshot) else index.graph.parsed
         functions = index.functions()
-        types = type_fragments(parsed.values(), {f.key for f in functions}) + file_units(
-            parsed.values(), index.lines)
-        self.fragments: list[Fragment] = functions + types
-        self.code = [index.text(f) for f in functions] + [
-            skeleton(index.lines.get(f.path, []), parsed.get(f.path), d)
-            if (d := index.definition(f.path, f.qualname)) is not None else index.text(f) for f in types]
+        self._files = _file_units(parsed, index.lines, functions, previous._files if previous is not None else {})
+        types = sorted((t for units in self._files.values() for t in units.types), key=lambda t: t.key)
+        whole_files = [units.whole for _, units in sorted(self._files.items()) if units.whole is not None]
+        self.fragments: list[Fragment] = functions + types + whole_files
+        self.code = [self._files[f.path].code[f.key] for f in self.fragments]
+        self.docs = [self._files[f.path].docs[f.key] for f in self.fragments]
         definitions = _Definitions(parsed)
-        # A doc comment above a definition is outside its code: an edit of the comment alone
-        # changes what is searched.
-        self.docs = [doc_above(definitions.of(f), text) for f, text in zip(self.fragments, self.code)]
         same_functions = (previous is not None and previous.code == self.code and previous.docs == self.docs
                           and [f.key for f in previous.fragments] == [f.key for f in self.fragments])
         if previous is not None and same_functions:
@@ -238,6 +244,55 @@ class FunctionCorpus:
         return related_matrix(
             {i: [(position[k], w) for k, w in self._related_rows.get(f.key, []) if k in position]
              for i, f in enumerate(self.fragments)}, len(self.fragments))
+
+
+@dataclass(frozen=True)
+class _FileUnits:
+    """What one file gives the corpus: its type units, its file unit, and each unit's searched
+    text and doc comment above it. Kept from one corpus to the next while the file's parse and
+    lines are the same objects (the index replaces both when the file changes), so a rebuild
+    after a one-file edit recomputes one file, not the repository."""
+
+    parsed: ParsedFile
+    lines: list[str]
+    types: list[Fragment]
+    whole: Fragment | None  # the file's own unit when it defines nothing
+    code: dict[str, str]  # unit key -> the text searched (a type's skeleton)
+    docs: dict[str, str]  # unit key -> the doc comment above the definition ("" when none)
+
+    @classmethod
+    def of(cls, pf: ParsedFile, lines: list[str], functions: list[Fragment]) -> _FileUnits:
+        types = type_fragments([pf], {f.key for f in functions})
+        whole = next(iter(file_units([pf], {pf.path: lines})), None)
+        definitions = _Definitions({pf.path: pf})
+        code = {f.key: fragment_text(lines, f) for f in functions}
+        for t in types:
+            d = definitions.of(t)
+            code[t.key] = skeleton(lines, pf, d) if d is not None else fragment_text(lines, t)
+        if whole is not None:
+            code[whole.key] = fragment_text(lines, whole)
+        # A doc comment above a definition is outside its code: an edit of the comment alone
+        # changes what is searched.
+        docs = {key: doc_above(definitions.of(f), code[key])
+                for f in [*functions, *types, *([whole] if whole is not None else [])] for key in [f.key]}
+        return cls(pf, lines, types, whole, code, docs)
+
+
+def _file_units(parsed: Mapping[str, ParsedFile], lines: Mapping[str, list[str]], functions: list[Fragment],
+                previous: Mapping[str, _FileUnits]) -> dict[str, _FileUnits]:
+    by_path: dict[str, list[Fragment]] = {}
+    for f in functions:
+        by_path.setdefault(f.path, []).append(f)
+    out = {}
+    # A function's file is always parsed; an empty parse stands in should one not be.
+    files = {**{path: ParsedFile(path, "") for path in by_path}, **parsed}
+    for path, pf in files.items():
+        text = lines.get(path, [])
+        kept = previous.get(path)
+        if kept is None or kept.parsed is not pf or kept.lines is not text:
+            kept = _FileUnits.of(pf, text, by_path.get(path, []))
+        out[path] = kept
+    return out
 
 
 class _Definitions:
