@@ -27,6 +27,7 @@ from prism_code.cancel import Cancelled
 from prism_code.index import RepoIndex
 from prism_code.store.database import workspace_db_path
 from prism_code.store.errors import IndexBusy
+from prism_code.store.packing import unpacked
 from prism_code.tasks.find_function import FunctionSearch
 
 REPO = Path(__file__).resolve().parents[1]
@@ -97,16 +98,16 @@ def stored_tables(db: Path) -> dict:
             "definitions": rows("SELECT * FROM definitions"),
             "edges": sorted((o, u, v, round(w, 5)) for o, u, v, w in conn.execute("SELECT * FROM edges")),
             "fragments": rows("SELECT * FROM fragments"),
-            "relations": sorted((key, [(k, round(w, 5)) for k, w in json.loads(related)])
+            "relations": sorted((key, [(k, round(w, 5)) for k, w in json.loads(unpacked(related))])
                                 for key, related in conn.execute("SELECT key, related FROM relations")),
             "dirty": rows("SELECT key FROM dirty_fragments") + rows("SELECT node FROM dirty_nodes"),
         }
 
 
-def _parse_facts(parsed: str) -> str:
+def _parse_facts(parsed: bytes) -> str:
     """A file's stored parse with its call sites in a fixed order: the parser lists the
     calls of one line in an order that varies between processes (string hashing)."""
-    data = json.loads(parsed)
+    data = json.loads(unpacked(parsed))
     data["calls"] = sorted(data["calls"], key=json.dumps)
     return json.dumps(data, sort_keys=True)
 

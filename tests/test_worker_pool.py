@@ -8,12 +8,12 @@ import shutil
 from pathlib import Path
 
 import pytest
+from test_index import snapshot
 
 from prism_code import parse_pool, relation_pool, worker_pool
 from prism_code.cancel import Cancelled
 from prism_code.index import RepoIndex
 from prism_code.worker_pool import ordered_map
-from tests.test_index import snapshot
 
 FIXTURE = Path(__file__).parent / "fixtures" / "multilang"
 

@@ -31,7 +31,7 @@ def parsed_to_json(pf: ParsedFile) -> str:
     }, separators=(",", ":"))
 
 
-def parsed_from_json(path: str, data: str) -> ParsedFile:
+def parsed_from_json(path: str, data: str | bytes) -> ParsedFile:
     raw = json.loads(data)
     return ParsedFile(
         path=path, language=raw["language"], line_count=raw["line_count"],

@@ -11,6 +11,7 @@ import numpy as np
 from prism_code.fragments import Fragment
 from prism_code.parse.model import Definition, ParsedFile
 from prism_code.store.database import Database
+from prism_code.store.packing import unpacked
 from prism_code.store.parsed_json import parsed_from_json
 from prism_code.workspace import FileState
 
@@ -25,7 +26,7 @@ class IndexReads(Database):
 
     def load_files(self) -> Iterator[tuple[str, str, ParsedFile]]:
         for path, text, parsed in self.db.execute("SELECT path, text, parsed FROM files"):
-            yield path, text, parsed_from_json(path, parsed)
+            yield path, text, parsed_from_json(path, unpacked(parsed))
 
     def load_fragments(self) -> list[Fragment]:
         return [Fragment(path, kind, start, end, qualname, position,
@@ -40,7 +41,7 @@ class IndexReads(Database):
         keys: dict[str, str] = {}
         weights: dict[float, float] = {}
         return {keys.setdefault(key, key): [(keys.setdefault(other, other), weights.setdefault(weight, weight))
-                                           for other, weight in json.loads(related)]
+                                           for other, weight in json.loads(unpacked(related))]
                 for key, related in self.db.execute("SELECT key, related FROM relations")}
 
     def dirty(self) -> tuple[set[str], set[str], set[str]]:
@@ -87,7 +88,7 @@ class IndexReads(Database):
         row = self.db.execute("SELECT text, parsed FROM files WHERE path = ?", (path,)).fetchone()
         if row is None:
             return [], []
-        return row[0].split("\n"), parsed_from_json(path, row[1]).definitions
+        return row[0].split("\n"), parsed_from_json(path, unpacked(row[1])).definitions
 
     def _embeddings(self, hashes: Iterable[str], model: str) -> dict[str, np.ndarray]:
         wanted = list(dict.fromkeys(hashes))

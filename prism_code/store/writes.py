@@ -12,6 +12,7 @@ import numpy as np
 from prism_code.fragments import Fragment
 from prism_code.parse.model import ParsedFile
 from prism_code.store.database import Database
+from prism_code.store.packing import packed
 from prism_code.store.parsed_json import parsed_to_json
 from prism_code.workspace import FileState
 
@@ -21,7 +22,7 @@ class IndexWrites(Database):
                  definition_hashes: dict[str, str]) -> None:
         self.db.execute("INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?,?,?)",
                         (path, state.size, state.mtime_ns, state.content_hash, pf.language,
-                         pf.line_count, text, parsed_to_json(pf)))
+                         pf.line_count, text, packed(parsed_to_json(pf))))
         self.db.execute("DELETE FROM definitions WHERE path = ?", (path,))
         self.db.executemany(
             "INSERT OR REPLACE INTO definitions VALUES (?,?,?,?,?,?,?,?,?)",
@@ -49,7 +50,7 @@ class IndexWrites(Database):
     def put_relations(self, related: dict[str, list[tuple[str, float]]], removed: Iterable[str]) -> None:
         self.db.executemany("DELETE FROM relations WHERE key = ?", [(k,) for k in removed])
         self.db.executemany("INSERT OR REPLACE INTO relations VALUES (?, ?)",
-                            [(k, json.dumps(v, separators=(",", ":"))) for k, v in related.items()])
+                            [(k, packed(json.dumps(v, separators=(",", ":")))) for k, v in related.items()])
 
     def mark_dirty(self, changed: Iterable[str], recompute: Iterable[str],
                    nodes: Iterable[str]) -> None:
