@@ -64,7 +64,7 @@ class Strengths:
                 cols, dist = found[source]
             strengths = np.exp(-dist)
             near = strengths >= self.cutoff * (1 - PATH_EPSILON)
-            self._rows[source] = (cols[near], strengths[near])
+            self._rows[source] = (cols[near].astype(np.int32), strengths[near])  # node ids fit 32 bits
 
     def matrix(self, sources: Sequence[int]) -> sparse.csr_matrix:
         """Rows: the given node indices; columns: every node of the table."""
