@@ -37,6 +37,7 @@ class Strengths:
         self.hub_steps = hub_steps
         self.cutoff = cutoff
         self._rows: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._extended: tuple[sparse.csr_matrix, dict[int, int]] | None = None
 
     @property
     def size(self) -> int:
@@ -48,23 +49,41 @@ class Strengths:
 
     def _compute(self, missing: list[int]) -> None:
         limit = path_limit(self.cutoff)
-        hubs = [s for s in missing if s in self.hub_steps]
-        # A hub may start a path: its distances are the best first step to a neighbour
-        # plus that neighbour's distances in the hub-blocking graph.
-        sources = list(dict.fromkeys(
-            [s for s in missing if s not in self.hub_steps]
-            + [n for h in hubs for n in self.hub_steps[h]]))
+        costs, copy_of = self._with_hub_copies()
+        # A hub's paths start from its copy, which only leaves (by the hub's own edges): one
+        # Dijkstra gives the best first step plus the rest in the hub-blocking graph.
+        sources = list(dict.fromkeys(copy_of.get(s, s) for s in missing))
         found: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         for start in range(0, len(sources), _BATCH):
-            found.update(_bounded_distances(self.costs, sources[start:start + _BATCH], limit))
+            found.update(_bounded_distances(costs, sources[start:start + _BATCH], limit))
         for source in missing:
-            if source in self.hub_steps:
-                cols, dist = _through_first_steps(source, self.hub_steps[source], found, limit)
+            if source in copy_of:
+                cols, dist = _as_hub(source, *found[copy_of[source]], self.size)
             else:
                 cols, dist = found[source]
             strengths = np.exp(-dist)
             near = strengths >= self.cutoff * (1 - PATH_EPSILON)
             self._rows[source] = (cols[near].astype(np.int32), strengths[near])  # node ids fit 32 bits
+
+    def _with_hub_copies(self) -> tuple[sparse.csr_matrix, dict[int, int]]:
+        """The costs plus one node per hub, numbered after the others, whose edges are the
+        hub's first steps and which no edge enters; each hub's copy."""
+        if self._extended is None:
+            n, hubs = self.size, sorted(self.hub_steps)
+            copy_of = {h: n + k for k, h in enumerate(hubs)}
+            rows = [n + k for k, h in enumerate(hubs) for _ in self.hub_steps[h]]
+            cols = [j for h in hubs for j in self.hub_steps[h]]
+            # A step of weight 1.0 would cost 0, which a sparse matrix reads as "no edge".
+            steps = np.maximum(np.array([c for h in hubs for c in self.hub_steps[h].values()], dtype=np.float64),
+                               1e-12)
+            base = self.costs.tocoo()
+            size = n + len(hubs)
+            extended = sparse.csr_matrix(
+                (np.concatenate([base.data, steps]), (np.concatenate([base.row, np.array(rows, dtype=np.int64)]),
+                                                      np.concatenate([base.col, np.array(cols, dtype=np.int64)]))),
+                shape=(size, size))
+            self._extended = (extended, copy_of)
+        return self._extended
 
     def matrix(self, sources: Sequence[int]) -> sparse.csr_matrix:
         """Rows: the given node indices; columns: every node of the table."""
@@ -164,20 +183,16 @@ def _bounded_distances(costs: sparse.csr_matrix, batch: list[int],
     return out
 
 
-def _through_first_steps(hub: int, steps: dict[int, float], found: dict[int, tuple[np.ndarray, np.ndarray]],
-                         limit: float) -> tuple[np.ndarray, np.ndarray]:
-    """A hub's nodes (ascending) and distances: for each node the best first step to a
-    neighbour plus that neighbour's distance, the hub itself at 0, none beyond `limit`."""
-    cols = np.concatenate([found[n][0] for n in steps] + [np.array([hub], dtype=np.int64)])
-    dist = np.concatenate([found[n][1] + step for n, step in steps.items()] + [np.zeros(1)])
-    order = np.lexsort((dist, cols))  # by node, shortest first
-    cols, dist = cols[order], dist[order]
-    first = np.ones(len(cols), dtype=bool)
-    first[1:] = cols[1:] != cols[:-1]
-    cols, dist = cols[first], dist[first]
-    dist[cols == hub] = 0.0
-    within = dist <= limit
-    return cols[within], dist[within]
+def _as_hub(hub: int, cols: np.ndarray, dist: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """A hub copy's distances as the hub's own (ascending nodes): the copy dropped, the hub
+    itself at 0."""
+    inside = cols < size
+    cols, dist = cols[inside], dist[inside].copy()
+    at = int(np.searchsorted(cols, hub))
+    if at < len(cols) and cols[at] == hub:
+        dist[at] = 0.0
+        return cols, dist
+    return np.insert(cols, at, hub), np.insert(dist, at, 0.0)
 
 
 @dataclass(frozen=True)
