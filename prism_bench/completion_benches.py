@@ -94,6 +94,11 @@ def _linestart_arguments(p: argparse.ArgumentParser) -> None:
                    help="also count what each mode wrote at the line starts (right, empty, the next line, ...)")
     p.add_argument("--diff", type=mode_list, metavar="A,B",
                    help="also list the line starts where one of two modes is right and the other wrong")
+    p.add_argument("--confidence", choices=("em", "all"),
+                   help="also measure the retrieval-confidence rule (issue #28): score the line starts where "
+                        "product and product-noretrieval differ, only those that decide EM (em) or all")
+    p.add_argument("--margin", type=float, metavar="NATS",
+                   help="with --confidence: the rule's margin chosen on the tuning half, reported with intervals")
     p.add_argument("--tag", metavar="WORD",
                    help="append to the section's name (a partial run beside a complete one: it keeps both)")
     add_threads(p, default=1)
@@ -117,6 +122,13 @@ def _run_linestart(args: argparse.Namespace, command: str) -> Iterator[Section]:
         body += "\n\n" + linestart_diagnosis.markdown(lines)
     if args.diff:
         body += "\n\n" + linestart.disagreements(lines, *args.diff)
+    if args.confidence:
+        from prism_bench import linestart_confidence
+
+        if not {linestart.PRODUCT, linestart.PRODUCT_OFF} <= set(modes):
+            raise ValueError("--confidence needs the modes product and product-noretrieval")
+        said = linestart_confidence.score(lines, args.confidence, args.threads)
+        body += "\n\n" + linestart_confidence.markdown(lines, said, args.margin)
     section = f"linestart-{args.split}-{args.model}" + (
         "" if len(args.kinds) == len(CURSOR_KINDS) else "-" + "-".join(args.kinds)) + (
         f"-{args.tag}" if args.tag else "")
