@@ -33,7 +33,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 import scipy.sparse as sp
@@ -41,7 +41,6 @@ import scipy.sparse as sp
 from prism_code.config import IndexConfig
 from prism_code.embeddings import text_key
 from prism_code.fragments import Fragment, fragment_text
-from prism_code.index import RepoIndex
 from prism_code.memory.notes_store import NotesStore
 from prism_code.parse import PARSER_VERSION, language_for_path
 from prism_code.parse.model import Definition
@@ -53,6 +52,9 @@ from prism_code.store.index_store import Store
 from prism_code.tasks.find_function import CORPUS_VERSION, FunctionCorpus, FunctionSearch, doc_above
 from prism_code.tasks.vector_files import load_vectors, save_vectors
 from prism_code.workspace import diff_scan, resolve_workspace, scan
+
+if TYPE_CHECKING:  # not imported by a find answered from the copy (see fragments.py)
+    from prism_code.index import RepoIndex
 
 log = logging.getLogger(__name__)
 
