@@ -36,7 +36,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
-import scipy.sparse as sp
 
 from prism_code.config import IndexConfig
 from prism_code.embeddings import text_key
@@ -45,7 +44,7 @@ from prism_code.memory.notes_store import NotesStore
 from prism_code.parse import PARSER_VERSION, language_for_path
 from prism_code.parse.model import Definition
 from prism_code.retrieval.dense import Embedder
-from prism_code.retrieval.lexical import LexicalIndex
+from prism_code.retrieval.lexical import ColumnArrays, LexicalIndex
 from prism_code.retrieval.tokenize import code_tokens
 from prism_code.store.database import workspace_db_path
 from prism_code.store.index_store import Store
@@ -225,9 +224,10 @@ def _drop_others(kept: Path) -> None:
 
 def _matrix(directory: Path, name: str, shape: Sequence[int]) -> LexicalIndex:
     data, indices, indptr = (np.load(directory / f"{name}.{part}.npy", mmap_mode="r") for part in _ARRAYS)
-    # Canonical as saved: scipy takes the memory-mapped arrays as they are, without copying.
-    weights = sp.csc_matrix((data, indices, indptr), shape=(int(shape[0]), int(shape[1])), copy=False)
-    weights.has_canonical_format = True
+    # Canonical as saved; scoring reads the memory-mapped arrays as they are (no scipy).
+    weights = ColumnArrays(data, indices, indptr, (int(shape[0]), int(shape[1])))
+    if len(indptr) != weights.shape[1] + 1 or len(data) != len(indices) or int(indptr[-1]) != len(data):
+        raise ValueError(f"the saved {name} arrays do not fit their shape")
     tokens = _read_joined(directory / f"{name}.vocab.txt")
     if len(tokens) != weights.shape[1]:
         raise ValueError(f"the saved {name} vocabulary does not fit its matrix")

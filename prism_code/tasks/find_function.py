@@ -15,13 +15,11 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from prism_code.embeddings import VectorCache, card_text, text_key
 from prism_code.fragments import Fragment, file_unit_name, file_units, function_key, is_file_unit, type_fragments
 from prism_code.parse.model import Definition, ParsedFile
 from prism_code.retrieval.dense import Embedder, cosine_scores
-from prism_code.retrieval.fragrel import relation_aware_scores
 from prism_code.retrieval.fusion import SECTION_COMPONENTS, fuse, fusion_weights, reciprocal_rank_fusion
 from prism_code.retrieval.lexical import LexicalIndex, TermBag, TermNumbering
 from prism_code.retrieval.markup import plain_text
@@ -40,6 +38,8 @@ from prism_code.tasks.find_ranking import (
 
 if TYPE_CHECKING:  # the index (and through it the graph) is imported where it is used: see
     # fragments.py; a find from the saved lexical index never loads one
+    import scipy.sparse as sp
+
     from prism_code.index import IndexSnapshot, RepoIndex
 
 # FragRel helps completion context; on needle search it was measured neutral to harmful
@@ -374,6 +374,8 @@ class FunctionSearch:
         independent = fuse(used)
         if alpha == 0:
             return independent, parts
+        from prism_code.retrieval.fragrel import relation_aware_scores
+
         return relation_aware_scores(independent, self.corpus.related, alpha), parts
 
     def search(self, query: str, top: int = 10, alpha: float = DEFAULT_FIND_ALPHA,
