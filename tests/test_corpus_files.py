@@ -4,6 +4,8 @@ process answers from it with the ranking a fresh build gives, and never from a s
 import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -192,3 +194,21 @@ def test_saved_vectors_that_do_not_fit_are_read_from_the_store_instead(repo, tmp
     assert from_saved and results == expected
     assert np.load(next(cache.rglob("vectors.code.*.npy"))).shape[0] == json.loads(
         next(cache.rglob("manifest.json")).read_text())["n_rows"]  # saved anew
+
+
+def test_a_find_from_the_copy_loads_no_index_graph_or_scipy(repo, tmp_path):
+    """What makes a cold CLI find slow on a large repository is start-up: a find answered
+    from the copy must not import what only building an index needs."""
+    cache = tmp_path / "cache"
+    run("index", str(repo), "--no-embeddings", cache=cache)
+    script = ("import runpy, sys\n"
+              f"sys.argv = ['prism-code', '-v', 'find', {str(repo)!r}, {QUERIES[0]!r}, '--json']\n"
+              "try:\n    runpy.run_module('prism_code.cli', run_name='__main__')\n"
+              "except SystemExit:\n    pass\n"
+              "heavy = ['scipy.sparse', 'prism_code.graph', 'prism_code.index', 'prism_code.parse.extract']\n"
+              "print('LOADED', [m for m in heavy if m in sys.modules], file=sys.stderr)\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PRISM_CODE_CACHE_DIR": str(cache)})
+    assert out.returncode == 0, out.stderr
+    assert SAVED in out.stderr and json.loads(out.stdout)
+    assert "LOADED []" in out.stderr
