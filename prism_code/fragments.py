@@ -12,8 +12,11 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Final, Literal
 
-from prism_code.graph import def_node, innermost_nodes, module_node
 from prism_code.parse.model import Definition, ParsedFile
+
+# The graph's node names are imported where fragments are made, not here: a find answered
+# from the saved lexical index (tasks/corpus_files.py) reads Fragments but never makes them
+# from parses, and the graph's modules cost a cold CLI process ~0.15 s to import.
 
 FragmentKind = Literal["function", "window"]
 FUNCTION: Final = "function"
@@ -67,6 +70,8 @@ def is_function(d: Definition) -> bool:
 
 
 def file_fragments(pf: ParsedFile, window_lines: int = 20, stride: int = 10) -> list[Fragment]:
+    from prism_code.graph import def_node, innermost_nodes, module_node
+
     owners = innermost_nodes(pf)
     fallback = module_node(pf.path)
 
@@ -93,6 +98,8 @@ def type_fragments(parsed: Iterable[ParsedFile], taken: set[str]) -> list[Fragme
     (retrieval/type_units.py says why), sorted by key. A type whose key is in `taken` (a
     function of the same qualified name) or repeats one already made (a Rust `impl` block
     after its `struct`) is left out, so keys stay unique."""
+    from prism_code.graph import def_node
+
     out: dict[str, Fragment] = {}
     for pf in parsed:
         for d in pf.definitions:
@@ -113,6 +120,8 @@ FILE_UNIT_MIN_LINES = 5
 def file_units(parsed: Iterable[ParsedFile], texts: Mapping[str, list[str]]) -> list[Fragment]:
     """One fragment spanning each parsed file with no definition and FILE_UNIT_MIN_LINES lines
     or more (`texts`: each file's lines), named by its file name, sorted by path."""
+    from prism_code.graph import module_node
+
     out = []
     for pf in sorted(parsed, key=lambda pf: pf.path):
         text = texts.get(pf.path, [])

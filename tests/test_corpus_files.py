@@ -2,7 +2,10 @@
 process answers from it with the ranking a fresh build gives, and never from a stale copy."""
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -113,6 +116,40 @@ def test_a_damaged_copy_is_rebuilt_not_read(repo, tmp_path):
     assert from_saved and results == expected
 
 
+@pytest.mark.parametrize("part", ["rows.names.txt", "keys.card.txt", "lexical.vocab.txt"])
+def test_saved_rows_that_do_not_fit_are_rebuilt_not_read(repo, tmp_path, part):
+    """A row file cut short (a killed copy, a full disk) no longer agrees with the others."""
+    cache = tmp_path / "cache"
+    run("index", str(repo), "--no-embeddings", cache=cache)
+    expected, _ = find(repo, cache, QUERIES[1])
+    damaged = next(cache.rglob(part))
+    damaged.write_text(damaged.read_text()[: damaged.stat().st_size // 2])
+    results, from_saved = find(repo, cache, QUERIES[1])
+    assert not from_saved and results == expected
+    results, from_saved = find(repo, cache, QUERIES[1])
+    assert from_saved and results == expected
+
+
+def test_a_touched_or_resized_file_makes_the_copy_not_current(repo, tmp_path):
+    """Freshness is proven by each file's stored size and mtime: a file whose stat moved is
+    read before the copy is trusted again, even when its text did not change."""
+    cache = tmp_path / "cache"
+    run("index", str(repo), "--no-embeddings", cache=cache)
+    _, from_saved = find(repo, cache, QUERIES[0])
+    assert from_saved
+    source = next(p for p in sorted(repo.rglob("*.py")))
+    stat = source.stat()
+    os.utime(source, ns=(stat.st_atime_ns, stat.st_mtime_ns + 5_000_000_000))  # same text, later mtime
+    _, from_saved = find(repo, cache, QUERIES[0])
+    assert not from_saved
+    _, from_saved = find(repo, cache, QUERIES[0])
+    assert from_saved  # the ordinary path recorded the new stat
+    source.write_text(source.read_text() + "\n")  # one byte longer
+    os.utime(source, ns=(stat.st_atime_ns, stat.st_mtime_ns + 5_000_000_000))  # the mtime it had
+    _, from_saved = find(repo, cache, QUERIES[0])
+    assert not from_saved
+
+
 def test_a_copy_saved_by_another_corpus_version_is_rebuilt_not_read(repo, tmp_path):
     """A copy saved before find's units changed (types became find units) lacks rows a
     fresh build has: it must never be read for the same index state."""
@@ -123,7 +160,6 @@ def test_a_copy_saved_by_another_corpus_version_is_rebuilt_not_read(repo, tmp_pa
     manifest_file = next(cache.rglob("manifest.json"))
     manifest = json.loads(manifest_file.read_text())
     manifest["corpus_version"] -= 1
-    manifest["rows"] = [row for row in manifest["rows"] if row[1] == "function"]
     manifest_file.write_text(json.dumps(manifest))
     results, from_saved = find(repo, cache, QUERIES[0])
     assert not from_saved and results == expected
@@ -156,5 +192,23 @@ def test_saved_vectors_that_do_not_fit_are_read_from_the_store_instead(repo, tmp
     np.save(code, np.zeros((3, 4), dtype=np.float32))  # another shape: a copy of something else
     results, from_saved = find(repo, cache, QUERIES[2])
     assert from_saved and results == expected
-    assert np.load(next(cache.rglob("vectors.code.*.npy"))).shape[0] == len(
-        json.loads(next(cache.rglob("manifest.json")).read_text())["rows"])  # saved anew
+    assert np.load(next(cache.rglob("vectors.code.*.npy"))).shape[0] == json.loads(
+        next(cache.rglob("manifest.json")).read_text())["n_rows"]  # saved anew
+
+
+def test_a_find_from_the_copy_loads_no_index_graph_or_scipy(repo, tmp_path):
+    """What makes a cold CLI find slow on a large repository is start-up: a find answered
+    from the copy must not import what only building an index needs."""
+    cache = tmp_path / "cache"
+    run("index", str(repo), "--no-embeddings", cache=cache)
+    script = ("import runpy, sys\n"
+              f"sys.argv = ['prism-code', '-v', 'find', {str(repo)!r}, {QUERIES[0]!r}, '--json']\n"
+              "try:\n    runpy.run_module('prism_code.cli', run_name='__main__')\n"
+              "except SystemExit:\n    pass\n"
+              "heavy = ['scipy.sparse', 'prism_code.graph', 'prism_code.index', 'prism_code.parse.extract']\n"
+              "print('LOADED', [m for m in heavy if m in sys.modules], file=sys.stderr)\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PRISM_CODE_CACHE_DIR": str(cache)})
+    assert out.returncode == 0, out.stderr
+    assert SAVED in out.stderr and json.loads(out.stdout)
+    assert "LOADED []" in out.stderr

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from prism_code.parse.extract import extract
 from prism_code.parse.languages import LANGUAGES, language_for_path, language_for_source, parser
-from prism_code.parse.macros import blanked, hiding_macro_names
 from prism_code.parse.model import Binding, CallSite, Definition, Import, ParsedFile
-from prism_code.parse.salvage import salvage
-from prism_code.parse.specs import language_spec
-from prism_code.parse.tagged_languages import TAGGED_RULES, source_to_parse
+
+# The extractors (parse.extract and what it reads) are imported by `parse_source`, not here:
+# a find answered from the saved lexical index reads the model classes and PARSER_VERSION only,
+# and the extractors cost a cold CLI process ~0.08 s to import.
 
 # Bumped whenever the same source would now be extracted differently (a grammar choice, a
 # new kind of definition): an index whose files were parsed by another version parses them
@@ -42,6 +41,12 @@ def parse_source(path: str, source: bytes, language: str | None = None) -> Parse
 
     The language defaults to the one implied by the extension; None when it is unsupported.
     """
+    from prism_code.parse.extract import extract
+    from prism_code.parse.macros import blanked, hiding_macro_names
+    from prism_code.parse.salvage import salvage
+    from prism_code.parse.specs import language_spec
+    from prism_code.parse.tagged_languages import TAGGED_RULES, source_to_parse
+
     language = language or language_for_source(path, source)
     if language not in LANGUAGES:
         return None

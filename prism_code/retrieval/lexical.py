@@ -15,9 +15,13 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import count
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
+
+if TYPE_CHECKING:  # imported where an index is built: a query reads the arrays with numpy, and
+    # scipy.sparse costs a cold CLI find ~0.25 s to import (see `ColumnArrays`)
+    import scipy.sparse as sp
 
 K1 = 1.2
 B = 0.75
@@ -53,6 +57,18 @@ class TermNumbering:
         return TermBag(unique.astype(np.int32), counts.astype(np.float32), len(tokens))
 
 
+@dataclass(frozen=True)
+class ColumnArrays:
+    """A canonical CSC matrix as its three arrays, which is all `LexicalIndex.scores` reads:
+    the saved copy (tasks/corpus_files.py) opens its memory-mapped arrays as this, so a find
+    from it never imports scipy."""
+
+    data: np.ndarray
+    indices: np.ndarray
+    indptr: np.ndarray
+    shape: tuple[int, int]
+
+
 @dataclass(frozen=True, eq=False)
 class LexicalIndex:
     # Token -> column; may hold tokens added after this index was built (a shared
@@ -60,7 +76,7 @@ class LexicalIndex:
     vocab: dict[str, int]
     # (n_docs, n_vocab) precomputed per-(doc, term) BM25 weights; CSC so a query
     # reads one contiguous column of postings per term.
-    weights: sp.csc_matrix
+    weights: sp.csc_matrix | ColumnArrays
 
     @classmethod
     def build(cls, token_lists: Sequence[list[str]], k1: float = K1, b: float = B) -> LexicalIndex:
@@ -84,6 +100,8 @@ class LexicalIndex:
         length_norm = (k1 * (1.0 - b + b * doc_lens / avg_len)).astype(np.float32)
         row_norm = np.repeat(length_norm, np.diff(indptr))
         data = idf[indices] * tf / (row_norm + tf)
+        import scipy.sparse as sp
+
         # Each bag's ids are unique and ascending: a canonical CSR matrix as it stands.
         weights = sp.csr_matrix((data, indices, indptr), shape=(n_docs, n_vocab))
         weights.has_canonical_format = True
@@ -100,8 +118,13 @@ class LexicalIndex:
         if not ids:
             return np.zeros(len(self), dtype=np.float32)
         cols, counts = np.unique(np.asarray(ids, dtype=np.int64), return_counts=True)
-        out = self.weights[:, cols] @ counts.astype(np.float32)
-        return np.asarray(out, dtype=np.float32).ravel()
+        # The columns' postings summed in column order, in float32: the additions scipy's
+        # `weights[:, cols] @ counts` makes, so the scores are the same to the bit.
+        weights, out = self.weights, np.zeros(len(self), dtype=np.float32)
+        for column, times in zip(cols.tolist(), counts.astype(np.float32)):
+            start, end = int(weights.indptr[column]), int(weights.indptr[column + 1])
+            out[weights.indices[start:end]] += weights.data[start:end] * times
+        return out
 
     def top(self, query_tokens: Sequence[str], k: int) -> list[tuple[int, float]]:
         """Up to k (doc, score) pairs with a positive score, best first; ties by doc index."""

@@ -12,10 +12,9 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from prism_code.embeddings import VectorCache, card_text, text_key
 from prism_code.fragments import (
@@ -27,11 +26,8 @@ from prism_code.fragments import (
     is_file_unit,
     type_fragments,
 )
-from prism_code.index import IndexSnapshot, RepoIndex
 from prism_code.parse.model import Definition, ParsedFile
-from prism_code.relations import related_matrix
 from prism_code.retrieval.dense import Embedder, cosine_scores
-from prism_code.retrieval.fragrel import relation_aware_scores
 from prism_code.retrieval.fusion import SECTION_COMPONENTS, fuse, fusion_weights, reciprocal_rank_fusion
 from prism_code.retrieval.lexical import LexicalIndex, TermBag, TermNumbering
 from prism_code.retrieval.markup import plain_text
@@ -47,6 +43,12 @@ from prism_code.tasks.find_ranking import (
     question_strength,
     ranking_signals,
 )
+
+if TYPE_CHECKING:  # the index (and through it the graph) is imported where it is used: see
+    # fragments.py; a find from the saved lexical index never loads one
+    import scipy.sparse as sp
+
+    from prism_code.index import IndexSnapshot, RepoIndex
 
 # FragRel helps completion context; on needle search it was measured neutral to harmful
 # (docs/benchmarks.md), so find defaults to the vanilla retriever.
@@ -103,6 +105,8 @@ def unit_text(index: RepoIndex | IndexSnapshot, path: str, qualname: str) -> str
         lines = index.lines.get(path)
         # A file that defines nothing is searched, and read, whole.
         return "\n".join(lines) if lines is not None and qualname == file_unit_name(path) else ""
+    from prism_code.index import IndexSnapshot
+
     parsed = index.parsed if isinstance(index, IndexSnapshot) else index.graph.parsed
     return skeleton(index.lines.get(path, []), parsed.get(path), definition)
 
@@ -150,6 +154,8 @@ class FunctionCorpus:
     _files: dict[str, _FileUnits]
 
     def __init__(self, index: RepoIndex | IndexSnapshot, previous: FunctionCorpus | None = None) -> None:
+        from prism_code.index import IndexSnapshot
+
         self.generation = index.generation
         parsed = index.parsed if isinstance(index, IndexSnapshot) else index.graph.parsed
         functions = index.functions()
@@ -240,6 +246,8 @@ class FunctionCorpus:
     def related(self) -> sp.csr_matrix:
         """FragRel related sets as an n x n matrix; built on first use, since the
         default find (alpha = 0) never needs it."""
+        from prism_code.relations import related_matrix
+
         position = {f.key: i for i, f in enumerate(self.fragments)}
         return related_matrix(
             {i: [(position[k], w) for k, w in self._related_rows.get(f.key, []) if k in position]
@@ -421,6 +429,8 @@ class FunctionSearch:
         independent = fuse(used)
         if alpha == 0:
             return independent, parts
+        from prism_code.retrieval.fragrel import relation_aware_scores
+
         return relation_aware_scores(independent, self.corpus.related, alpha), parts
 
     def search(self, query: str, top: int = 10, alpha: float = DEFAULT_FIND_ALPHA,
