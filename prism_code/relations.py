@@ -301,8 +301,11 @@ Ranked = tuple[np.ndarray, np.ndarray, np.ndarray]
 # Rows per sparse product: a whole 100k-line corpus at once holds tens of millions of pairs.
 # Each batch's temporaries (products, ranked pair arrays) grow with it, and so does each
 # C call that holds the GIL: on torch-geometric, 1024 rows peaked 215 MB above the index,
-# 256 rows 130 MB, for 20% more time.
-ROW_BATCH = 256
+# 256 rows 130 MB, for 20% more time. On sympy a relation worker's batches of 256 window
+# rows of its largest files peaked 635 MB above its base, of 64 rows 295 MB: the first
+# index's summed peak 1,786 -> 1,490 MB for 71.4 -> 75.0 s (quiet host, paired); the
+# 100k-line index 5.63 -> 6.03 s, 216 -> 197 MB.
+ROW_BATCH = 64
 
 
 def ranked_batches(table: StrengthTable, fragments: Sequence[Fragment], rows: Sequence[int],
