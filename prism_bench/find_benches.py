@@ -249,6 +249,13 @@ def _semble_arguments(p: argparse.ArgumentParser) -> None:
                    help="alternate repositories within each language in name order (the first is tune)")
     p.add_argument("--no-embeddings", action="store_true", help="lexical ranking only: no embedding model")
     p.add_argument("--top", type=bounded_int(1), default=10, help="results taken per query (NDCG scores 10)")
+    p.add_argument("--strategy", choices=["retrieval", "prism", "wim"], default="retrieval",
+                   help="find's strategy; a model strategy runs on a sample, beside retrieval on the same queries")
+    p.add_argument("--sample", type=bounded_int(1),
+                   help="model strategies: a seeded sample of this many queries of the split, spread across "
+                        "repositories (default 100); finished queries are kept and a rerun resumes")
+    p.add_argument("--model", default="qwen2.5-coder-0.5b", help="model strategies: the model")
+    add_threads(p, default=1)
 
 
 def _run_semble(args: argparse.Namespace, command: str) -> Iterator[Section]:
