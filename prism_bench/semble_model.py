@@ -196,7 +196,9 @@ def markdown(sample: list[tuple[SembleRepo, Query]], outcomes: dict[str, Sampled
              f"{len(repos)} repositories. "
              f"Both rankings' top ten scored by semble's NDCG@10; a row's mean is over its queries.")
     if len(done) < len(sample):
-        intro += f" **Partial: {len(done)} of the {len(sample)} queries finished**; the figures are over those."
+        covered = sorted({o.repo for o in done})
+        intro += (f" **Partial: {len(done)} of the {len(sample)} queries finished** (repositories "
+                  f"{', '.join(covered)}); the figures are over those.")
     lexical = sorted({o.repo for o in done if not o.hybrid})
     if lexical:
         intro += f" Ranked lexically (vectors not all stored): {', '.join(lexical)}."
@@ -223,8 +225,8 @@ def markdown(sample: list[tuple[SembleRepo, Query]], outcomes: dict[str, Sampled
          round(_pct(tokens, 0.9))],
         ["decoded tokens", round(statistics.mean(o.decoded for o in done)),
          round(statistics.median(o.decoded for o in done)), round(_pct([float(o.decoded) for o in done], 0.9))],
-        ["seconds (model at the bench's threads, beside other work)", round(statistics.mean(seconds), 1),
-         round(statistics.median(seconds), 1), round(_pct(seconds, 0.9), 1)],
+        ["seconds (model at the bench's threads, beside other work)", f"{statistics.mean(seconds):.1f}",
+         f"{statistics.median(seconds):.1f}", f"{_pct(seconds, 0.9):.1f}"],
     ])]
     if failed:
         lines += ["", f"The model failed on {failed} queries; those are retrieval's list."]
