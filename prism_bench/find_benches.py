@@ -113,16 +113,15 @@ def _repoqa_strategy(args: argparse.Namespace, haystacks, index_cache: Path, com
         wim = repoqa_wim.run_wim_bench(haystacks, index_cache, limit=args.limit or 20, model=args.model,
                                        threads=args.threads)
         return Section(f"repoqa-wim-{args.model}", repoqa_wim.markdown(wim, command))
-    options = {}
-    if args.strategy == "prism" and args.view:
-        options["view"] = args.view
-    if args.strategy == "prism" and args.evidence:
-        options["evidence"] = args.evidence
-    if args.strategy == "long-context" and args.token_budget:
-        options["token_budget"] = args.token_budget
+    from prism_code.tasks.find_settings import LongContextSettings, PrismSettings
+
+    prism, long_context = PrismSettings(), LongContextSettings()
+    settings = repoqa_strategies.StrategySettings(
+        PrismSettings(view=args.view or prism.view, evidence=args.evidence or prism.evidence),
+        LongContextSettings(token_budget=args.token_budget or long_context.token_budget))
     result = repoqa_strategies.run(haystacks, index_cache, args.strategy, args.model, limit=args.limit,
                                    threads=args.threads, ablation=args.ablation, overlap=language != "python",
-                                   remote=args.remote, **options)
+                                   remote=args.remote, settings=settings)
     suffix = (f"-{args.view}" if args.strategy == "prism" and args.view else "") + (
         f"-{args.evidence}" if args.strategy == "prism" and args.evidence else "") + (
         "-ablation" if args.ablation else "") + ("-remote" if args.remote else "")
@@ -250,6 +249,13 @@ def _semble_arguments(p: argparse.ArgumentParser) -> None:
                    help="alternate repositories within each language in name order (the first is tune)")
     p.add_argument("--no-embeddings", action="store_true", help="lexical ranking only: no embedding model")
     p.add_argument("--top", type=bounded_int(1), default=10, help="results taken per query (NDCG scores 10)")
+    p.add_argument("--strategy", choices=["retrieval", "prism", "wim"], default="retrieval",
+                   help="find's strategy; a model strategy runs on a sample, beside retrieval on the same queries")
+    p.add_argument("--sample", type=bounded_int(1),
+                   help="model strategies: a seeded sample of this many queries of the split, spread across "
+                        "repositories (default 100); finished queries are kept and a rerun resumes")
+    p.add_argument("--model", default="qwen2.5-coder-0.5b", help="model strategies: the model")
+    add_threads(p, default=1)
 
 
 def _run_semble(args: argparse.Namespace, command: str) -> Iterator[Section]:

@@ -498,7 +498,7 @@ def run(queries: int = 6, threads: int = 2, repo: str = REPO, cache_dir: Path | 
     haystack = Haystack(spec.repo, spec.package, spec.version, repoqa_data.materialise(spec, cache_dir),
                         spec.needles)
     cold, chosen = pick_queries(haystack.needles, queries)
-    from prism_code.tasks.find_prism import LONG_QUERY_BODIES
+    from prism_code.tasks.find_settings import LONG_QUERY_BODIES
 
     result = FindServer(haystack.repo, haystack.version, threads, long_query_bodies=LONG_QUERY_BODIES)
     _machine_speed(result)

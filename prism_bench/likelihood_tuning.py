@@ -27,7 +27,8 @@ from prism_code.llm.runtime import LlamaSession
 from prism_code.retrieval.dense import Embedder
 from prism_code.retrieval.fusion import SHORT_QUERY_WORDS
 from prism_code.tasks.find_function import FoundFunction, FunctionSearch
-from prism_code.tasks.find_prism import LONG_QUERY_BODIES, first_candidate, shortlist
+from prism_code.tasks.find_prism import first_candidate, shortlist
+from prism_code.tasks.find_settings import LONG_QUERY_BODIES
 from prism_code.tasks.query_expansion import hypothetical_function, language_name
 from prism_code.tasks.query_likelihood import (
     DEFAULT_LINES,

@@ -17,7 +17,7 @@ import statistics
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from itertools import zip_longest
 from pathlib import Path
 
@@ -32,8 +32,10 @@ from prism_code.llm.runtime import LlamaSession
 from prism_code.llm.state_cache import StateCache
 from prism_code.memory.encoding import Encoding
 from prism_code.retrieval.dense import Embedder
-from prism_code.tasks.find_events import FindEvent
+from prism_code.tasks.find_events import FindEvent, Strategy
 from prism_code.tasks.find_function import FunctionSearch
+from prism_code.tasks.find_request import FindRequest
+from prism_code.tasks.find_settings import LongContextSettings, PrismSettings
 from prism_code.tasks.find_strategies import run_find
 
 BASELINES = Path(__file__).resolve().parents[1].parent / "shared" / "benchmarks" / "baselines.json"
@@ -55,11 +57,31 @@ class NeedleRun:
     stats: dict
 
 
+@dataclass(frozen=True)
+class StrategySettings:
+    """The settings a model strategy's run reads (each strategy reads its own)."""
+
+    prism: PrismSettings = field(default_factory=PrismSettings)
+    long_context: LongContextSettings = field(default_factory=LongContextSettings)
+
+    def chosen(self, strategy: str) -> dict[str, object]:
+        """The settings of `strategy` that differ from its defaults, for the report."""
+        own = {"prism": (self.prism, PrismSettings()),
+               "long-context": (self.long_context, LongContextSettings())}.get(strategy)
+        if own is None:
+            return {}
+        given, default = asdict(own[0]), asdict(own[1])
+        return {k: v for k, v in given.items() if v != default[k]}
+
+    def request(self, description: str, strategy: Strategy) -> FindRequest:
+        return FindRequest(description, strategy, top=10, prism=self.prism, long_context=self.long_context)
+
+
 @dataclass
 class StrategyResult:
     strategy: str
     model: str
-    options: dict
+    options: dict[str, object]
     runs: list[NeedleRun] = field(default_factory=list)
     accounting: Accounting = field(default_factory=Accounting)  # model calls; prism: pass steps and the final answer
     variants: dict[str, tuple[int, Accounting]] = field(default_factory=dict)  # label -> (correct, pass cost)
@@ -87,13 +109,14 @@ def by_haystack(haystacks: list[Haystack], chosen: list[tuple[Haystack, Needle]]
 
 def run(haystacks: list[Haystack], cache_dir: Path, strategy: str, model: str, limit: int | None = None,
         threads: int = 2, ablation: int = 0, overlap: bool = False, remote: str | None = None,
-        **options) -> StrategyResult:
+        settings: StrategySettings | None = None) -> StrategyResult:
     """`overlap`: a needle is the indexed function its lines overlap most (repoqa-multi's
     qualified C++/Rust names start on other lines than the index's), as retrieval's bench has it.
     `remote`: the model runs on the OpenAI-compatible server at this URL (no state files, no
     host speed: the server's is not this machine's)."""
     chosen = select_needles(haystacks, limit)
-    out = StrategyResult(strategy, model, dict(options), remote=remote)
+    settings = settings or StrategySettings()
+    out = StrategyResult(strategy, model, settings.chosen(strategy), remote=remote)
     embedder = Embedder()
     session: ScoringBackend
     if remote:
@@ -101,7 +124,7 @@ def run(haystacks: list[Haystack], cache_dir: Path, strategy: str, model: str, l
 
         session = RemoteSession(RemoteSettings(url=remote, timeout=600))
     else:
-        local = LlamaSession.open(model, n_threads=threads, n_ctx=max(4096, options.get("token_budget", 0) + 1024))
+        local = LlamaSession.open(model, n_threads=threads, n_ctx=max(4096, settings.long_context.token_budget + 1024))
         out.speed = measure(local)
         session = local
     # A background job ignores SIGINT; SIGTERM then is how a long run is stopped and still reported.
@@ -109,8 +132,8 @@ def run(haystacks: list[Haystack], cache_dir: Path, strategy: str, model: str, l
         else None
     try:
         # As in the server: PRISM's query-independent prefix comes back from a state file.
-        warm = {"state_cache": StateCache(cache_dir.parent / "states")} if strategy == "prism" and not remote else {}
-        _run_haystacks(session, haystacks, chosen, cache_dir, embedder, strategy, options, ablation, out, warm,
+        warm = None if remote else StateCache(cache_dir.parent / "states")
+        _run_haystacks(session, haystacks, chosen, cache_dir, embedder, strategy, settings, ablation, out, warm,
                        overlap)
     except KeyboardInterrupt:
         out.interrupted = True
@@ -126,14 +149,15 @@ def _interrupt(_signum: int, _frame: object) -> None:
 
 
 def _run_haystacks(session: ScoringBackend, haystacks: list[Haystack], chosen: list[tuple[Haystack, Needle]],
-                   cache_dir: Path, embedder: Embedder, strategy: str, options: dict, ablation: int,
-                   out: StrategyResult, warm: dict, overlap: bool = False) -> None:
+                   cache_dir: Path, embedder: Embedder, strategy: str, settings: StrategySettings, ablation: int,
+                   out: StrategyResult, warm: StateCache | None, overlap: bool = False) -> None:
     for haystack, needles in by_haystack(haystacks, chosen):
         with haystack_search(haystack, cache_dir, embedder) as search:
             for needle in needles:
                 if overlap:
                     needle = located(search.index, needle)
-                out.runs.append(_one(session, search, needle, strategy, {**options, **warm}, out.accounting))
+                out.runs.append(_one(session, search, needle, settings.request(needle.description, strategy),
+                                     out.accounting, warm))
                 print(f"{len(out.runs)}/{len(chosen)} {needle.repo}:{needle.name} "
                       f"{'ok' if out.runs[-1].correct else 'miss'} {out.runs[-1].seconds:.1f}s", flush=True)
                 if strategy == "prism" and out.variant_needles < ablation:
@@ -141,8 +165,10 @@ def _run_haystacks(session: ScoringBackend, haystacks: list[Haystack], chosen: l
                     for encoding, updates in VARIANTS:
                         label = encoding.value + ("" if updates else " w/o updates")
                         session.reset()
-                        run_ = _one(session, search, needle, strategy,
-                                    {**options, "encoding": encoding, "allow_updates": updates}, Accounting())
+                        variant = replace(settings, prism=replace(settings.prism, encoding=encoding,
+                                                                  allow_updates=updates))
+                        run_ = _one(session, search, needle, variant.request(needle.description, strategy),
+                                    Accounting(), None)
                         correct, total = out.variants.get(label, (0, Accounting()))
                         # Table 3 compares encodings: the pass's own calls, not the likelihood's scoring.
                         total.add(run_.stats["pass_accounting"])
@@ -158,8 +184,8 @@ def located(index: RepoIndex, needle: Needle) -> Needle:
     return replace(needle, start_line=functions[row].start_line, end_line=functions[row].end_line)
 
 
-def _one(session: ScoringBackend, search: FunctionSearch, needle: Needle, strategy: str, options: dict,
-         accounting: Accounting) -> NeedleRun:
+def _one(session: ScoringBackend, search: FunctionSearch, needle: Needle, request: FindRequest,
+         accounting: Accounting, state_cache: StateCache | None) -> NeedleRun:
     started = time.perf_counter()
     first: list[float] = []
 
@@ -167,12 +193,12 @@ def _one(session: ScoringBackend, search: FunctionSearch, needle: Needle, strate
         if not first:
             first.append(time.perf_counter() - started)
 
-    outcome = run_find(strategy, search, needle.description, top=10, session=session, on_event=on_event, **options)
+    outcome = run_find(request, search, session=session, state_cache=state_cache, on_event=on_event)
     seconds = time.perf_counter() - started
     correct = needle_rank(outcome.results[:1], needle) == 1
     seen = outcome.stats.get("candidates", outcome.stats.get("functions_in_context", len(outcome.results)))
     in_candidates = needle_rank(outcome.results[:seen], needle) is not None
-    if strategy == "long-context":
+    if request.strategy == "long-context":
         shown = outcome.stats.get("shown")
         in_candidates = (outcome.stats.get("whole_repository", False) if shown is None
                          else f"{needle.path}:{needle.start_line}" in shown)
@@ -240,7 +266,7 @@ def markdown(result: StrategyResult, command: str) -> str:
         passes = Accounting()
         for r in runs:
             passes.add(r.stats.get("pass_accounting", Accounting()))
-        lines += ["", f"Candidate prompt tokens per query (view `{result.options.get('view', 'notes')}`): "
+        lines += ["", f"Candidate prompt tokens per query (view `{result.options.get('view', PrismSettings().view)}`): "
                   f"mean {statistics.mean(tokens):.0f}. How the first result was chosen: "
                   + ", ".join(f"{k} {v}" for k, v in sorted(chosen_by.items())) + ".", "",
                   "Token accounting over all queries, every model call of the strategy (pass steps, and the "
@@ -279,7 +305,8 @@ def view_tokens(haystacks: list[Haystack], cache_dir: Path, model: str, limit: i
     the needle; tokenization only, no model call, so it runs over every needle quickly."""
     from prism_code.memory.notes_store import NotesStore
     from prism_code.tasks.find_outcome import candidate_labels
-    from prism_code.tasks.find_prism import VIEWS, candidate_text
+    from prism_code.tasks.find_prism import candidate_text
+    from prism_code.tasks.find_settings import VIEWS
 
     chosen = select_needles(haystacks, limit)
     embedder = Embedder()

@@ -20,7 +20,7 @@ from prism_bench.repoqa_retrieval import haystack_search
 from prism_code.retrieval.dense import Embedder
 
 if TYPE_CHECKING:
-    from prism_code.tasks.find_wim import WimSettings
+    from prism_code.tasks.find_settings import WimSettings
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 with semble's NDCG@10 rule beside semble's published figures.
 
 Each repository's folder is indexed as `prism-code index` does (with embeddings unless
-asked not to) and every query runs through `run_find("retrieval", ...)`, as `prism-code
+asked not to) and every query runs through `run_find(FindRequest(query))`, as `prism-code
 find` runs it; its top ten (path, start_line, end_line) are scored. Find ranks functions,
 classes and files without definitions, so a target no indexed unit can match (a span outside
 every one, a file too short to be a unit, a language the parser lacks) scores nothing whatever
@@ -135,6 +135,7 @@ def run_repo(repo: SembleRepo, split: Split, cache_dir: Path, embeddings: bool, 
     from prism_code.embeddings import VectorCache
     from prism_code.memory.notes_store import llm_note_texts
     from prism_code.tasks.find_function import FunctionSearch
+    from prism_code.tasks.find_request import FindRequest
     from prism_code.tasks.find_strategies import run_find
 
     root = materialise(repo, cache_dir)
@@ -158,12 +159,12 @@ def run_repo(repo: SembleRepo, split: Split, cache_dir: Path, embeddings: bool, 
                       functions=len(search.corpus.fragments))
         for query in repo.queries:
             started = time.perf_counter()
-            found = run_find("retrieval", search, query.text, top=top).results
+            found = run_find(FindRequest(query.text, top=top), search).results
             run.latency_ms.append((time.perf_counter() - started) * 1000)
             results: list[Result] = [(r.path, r.start_line, r.end_line) for r in found]
             labels = [f"{r.path}:{r.start_line}-{r.end_line} {r.qualname}" for r in found]
             record = score_query(query.text, query.category, query.targets, results, labels, functions)
-            pool = run_find("retrieval", search, query.text, top=FILE_POOL).results
+            pool = run_find(FindRequest(query.text, top=FILE_POOL), search).results
             record.ndcg10_per_file = ndcg_at_10(one_per_file([(r.path, r.start_line, r.end_line) for r in pool]),
                                                 query.targets)
             run.queries.append(record)

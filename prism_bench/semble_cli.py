@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
-from prism_bench import semble_bench, semble_coverage, semble_data, semble_report
+from prism_bench import semble_bench, semble_coverage, semble_data, semble_model, semble_report
 
 
 def section_name(bench: str, args: argparse.Namespace) -> str:
@@ -43,6 +44,8 @@ def run_semble(args: argparse.Namespace, command: str) -> tuple[str, str]:
         path = semble_coverage.write_json(results, cache_dir / "results" / f"{section}.json")
         print(f"per-target coverage: {path}", file=sys.stderr)
         return semble_report.coverage_markdown(results, command), section
+    if getattr(args, "strategy", "retrieval") != "retrieval":
+        return run_sampled(args, command, repos, cache_dir)
     embeddings = not args.no_embeddings
     runs = semble_bench.run(repos, every_repo, cache_dir, embeddings, args.top)
     path = semble_bench.write_json(runs, semble_bench.results_path(cache_dir, embeddings))
@@ -54,3 +57,19 @@ def run_semble(args: argparse.Namespace, command: str) -> tuple[str, str]:
                                          embeddings)
         body += f"\n\n![semble NDCG@10 per language](images/{png.name})"
     return body, section
+
+
+# Queries a model strategy runs unless --sample says otherwise (issue #27: "a 100-query sample").
+DEFAULT_SAMPLE = 100
+
+
+def run_sampled(args: argparse.Namespace, command: str, repos: list[semble_data.SembleRepo],
+                cache_dir: Path) -> tuple[str, str]:
+    """(markdown, section) of a model strategy on the seeded sample, beside retrieval."""
+    size = args.sample or DEFAULT_SAMPLE
+    sample = semble_model.sample_queries(repos, size)
+    path = semble_model.outcomes_path(cache_dir, args.strategy, args.model)
+    outcomes = semble_model.run(sample, cache_dir, args.strategy, args.model, args.threads, path)
+    print(f"per-query outcomes: {path}", file=sys.stderr)
+    body = semble_model.markdown(sample, outcomes, args.strategy, args.model, args.split, command)
+    return body, section_name(f"semble-{args.strategy}-sample{size}", args)

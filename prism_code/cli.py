@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from prism_code.index import RepoIndex
     from prism_code.tasks.find_events import FindEvent
     from prism_code.tasks.find_function import FoundFunction, FunctionSearch
+    from prism_code.tasks.find_request import FindRequest
     from prism_code.tasks.find_stream import Ranking
 
 log = logging.getLogger("prism_code")
@@ -107,25 +108,22 @@ def cmd_index(args: argparse.Namespace) -> int:
 def cmd_find(args: argparse.Namespace) -> int:
     from prism_code.memory.notes_store import llm_note_texts
     from prism_code.retrieval.dense import Embedder
-    from prism_code.tasks.corpus_files import FindOptions, save_corpus, saved_search
-    from prism_code.tasks.find_function import DEFAULT_FIND_ALPHA, FunctionSearch
-    from prism_code.tasks.find_strategies import description_text
+    from prism_code.tasks.corpus_files import save_corpus, saved_search
+    from prism_code.tasks.find_function import FunctionSearch
 
-    # Checked before the index update: an empty description fails at once.
-    description = description_text(args.description)
-    alpha = DEFAULT_FIND_ALPHA if args.alpha is None else args.alpha
+    # Built before the index update: an empty description fails at once.
+    request = _find_request(args)
     embedder = Embedder()
     # An index with nothing to update and a saved lexical index answers without loading.
-    with saved_search(args.path, _index_config(args), args.cache_dir, FindOptions(args.strategy, alpha),
-                      embedder) as saved:
+    with saved_search(args.path, _index_config(args), args.cache_dir, request, embedder) as saved:
         if saved is not None:
-            results = _find_in(args, saved, description, alpha)
+            results = _find_in(args, saved, request)
     if saved is None:
         index = _open_index(args)
         try:
             index.update()
             search = FunctionSearch(index, embedder, notes=llm_note_texts(index))
-            results = _find_in(args, search, description, alpha)
+            results = _find_in(args, search, request)
             save_corpus(index, search.corpus)
         finally:
             index.close()
@@ -144,62 +142,54 @@ def cmd_find(args: argparse.Namespace) -> int:
     return 0
 
 
-def _find_in(args: argparse.Namespace, search: FunctionSearch, description: str, alpha: float) -> list[FoundFunction]:
+def _find_request(args: argparse.Namespace) -> FindRequest:
+    """The find the command line asks for: find's defaults where the user chose nothing."""
+    from prism_code.tasks.find_function import DEFAULT_FIND_ALPHA
+    from prism_code.tasks.find_request import FindRequest
+    from prism_code.tasks.find_settings import PrismSettings
+
+    prism = PrismSettings()
+    return FindRequest(
+        args.description, args.strategy, args.top,
+        alpha=DEFAULT_FIND_ALPHA if args.alpha is None else args.alpha,
+        candidates=args.candidates,
+        prism=PrismSettings(view=args.view or prism.view, evidence=args.evidence or prism.evidence,
+                            expand_short_queries=prism.expand_short_queries and not args.no_expand))
+
+
+def _find_in(args: argparse.Namespace, search: FunctionSearch, request: FindRequest) -> list[FoundFunction]:
+    """`request` run as the server runs it (one ranking for CLI and editor); a model
+    strategy's progress events go to stderr as lines, and when its remote engine fails (down,
+    slow, broken, or without what the strategy needs) the answer is retrieval's list, with
+    the reason on stderr."""
     from prism_code.tasks.find_strategies import run_find
 
     if search.vectors("code") is None:
         log.warning("embeddings are not complete: lexical ranking only (run `prism-code index`)")
     on_ranking = _print_ranking if args.stream else None
-    if args.strategy == "retrieval":
-        # The server's prism.findFunction calls the same: one ranking for CLI and editor.
-        return run_find("retrieval", search, description, top=args.top, alpha=alpha,
-                        on_ranking=on_ranking).results
-    return _find_with_model(args, search, description, on_ranking)
-
-
-def _print_ranking(ranking: Ranking) -> None:
-    # One line per ranking, flushed: a reader acts on each as it comes.
-    print(json.dumps(ranking.to_json()), flush=True)
-
-
-def _find_with_model(args: argparse.Namespace, search: FunctionSearch, description: str,
-                     on_ranking: Callable[[Ranking], None] | None) -> list[FoundFunction]:
-    """A model strategy of find; its progress events go to stderr as lines.
-
-    When a remote engine fails (down, slow, broken, or without what the strategy needs) the
-    answer is retrieval's list, with the reason on stderr.
-    """
+    if not request.uses_model:
+        return run_find(request, search, on_ranking=on_ranking).results
     from prism_code.llm.open_backend import open_backend, state_cache_for
-    from prism_code.tasks.find_function import DEFAULT_FIND_ALPHA
-    from prism_code.tasks.find_strategies import run_find
 
     def show(event: FindEvent) -> None:
         print(f"[{event.strategy} {event.done}/{event.total}] {event.stage}: {shown(event.message)}",
               file=sys.stderr, flush=True)
 
-    options = {"view": args.view} if args.strategy == "prism" and args.view else {}
-    if args.candidates and args.strategy in ("prism", "wim"):
-        options["candidates"] = args.candidates
-    if args.strategy == "prism" and args.evidence:
-        options["evidence"] = args.evidence
-    if args.strategy == "prism" and args.no_expand:
-        options["expand_short_queries"] = False
     session = open_backend(args.remote, args.model, args.threads)
-    if args.strategy == "prism":
-        options["state_cache"] = state_cache_for(session)
     try:
-        outcome = run_find(args.strategy, search, description, top=args.top, session=session,
-                           on_event=show, on_ranking=on_ranking, **options)
-    except BackendError as exc:
-        if not args.remote:
-            raise
-        print(f"prism-code: the remote engine failed, showing retrieval's list: {shown_text(str(exc))}",
-              file=sys.stderr, flush=True)
-        alpha = DEFAULT_FIND_ALPHA if args.alpha is None else args.alpha
-        outcome = run_find("retrieval", search, description, top=args.top, alpha=alpha, on_ranking=on_ranking)
+        outcome = run_find(request, search, session=session, state_cache=state_cache_for(session),
+                           on_event=show, on_ranking=on_ranking)
     finally:
         session.close()
+    if outcome.model_error is not None:
+        print(f"prism-code: the remote engine failed, showing retrieval's list: "
+              f"{shown_text(str(outcome.model_error))}", file=sys.stderr, flush=True)
     return outcome.results
+
+
+def _print_ranking(ranking: Ranking) -> None:
+    # One line per ranking, flushed: a reader acts on each as it comes.
+    print(json.dumps(ranking.to_json()), flush=True)
 
 
 def cmd_related(args: argparse.Namespace) -> int:

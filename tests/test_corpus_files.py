@@ -14,8 +14,9 @@ from cli_runner import copy_fixture, run
 
 from prism_code.config import IndexConfig
 from prism_code.index import RepoIndex
-from prism_code.tasks.corpus_files import FindOptions, corpus_dir, save_corpus, saved_search
+from prism_code.tasks.corpus_files import corpus_dir, save_corpus, saved_search
 from prism_code.tasks.find_function import FunctionSearch
+from prism_code.tasks.find_request import FindRequest
 
 QUERIES = ["add an item to the cart", "compute the area of a shape", "parse the configuration file",
            "total price of the order with tax"]
@@ -80,7 +81,7 @@ def test_saved_scores_equal_a_fresh_build_on_every_function(repo, tmp_path):
         index.update()
         fresh = FunctionSearch(index)
         assert save_corpus(index, fresh.corpus) == corpus_dir(index.store.path, index.store_token)
-        with saved_search(repo, IndexConfig(), tmp_path / "cache", FindOptions(), None) as saved:
+        with saved_search(repo, IndexConfig(), tmp_path / "cache", FindRequest(QUERIES[0]), None) as saved:
             assert saved is not None
             for query in QUERIES:
                 expected, got = fresh.component_scores(query), saved.component_scores(query)
@@ -99,8 +100,9 @@ def test_fragrel_and_model_strategies_take_the_ordinary_path(repo, tmp_path):
         save_corpus(index, FunctionSearch(index).corpus)
     finally:
         index.close()
-    for options in (FindOptions(alpha=0.3), FindOptions(strategy="prism"), FindOptions(expansion=True)):
-        with saved_search(repo, IndexConfig(), tmp_path / "cache", options, None) as saved:
+    for request in (FindRequest(QUERIES[0], alpha=0.3), FindRequest(QUERIES[0], "prism"),
+                    FindRequest(QUERIES[0], expansion="def apply_tax(amount): ...")):
+        with saved_search(repo, IndexConfig(), tmp_path / "cache", request, None) as saved:
             assert saved is None
 
 

@@ -181,6 +181,7 @@ def test_cli_repository_without_functions(tmp_path: Path, layout: str):
 def test_library_search_without_embeddings_takes_any_query(tree: Path, tmp_path: Path):
     """The lexical path alone (no embedder), as find answers before embeddings exist."""
     from prism_code.index import RepoIndex
+    from prism_code.tasks.find_request import FindRequest
     from prism_code.tasks.find_strategies import run_find
 
     index = RepoIndex(tree, cache_dir=tmp_path / "index")
@@ -190,9 +191,9 @@ def test_library_search_without_embeddings_takes_any_query(tree: Path, tmp_path:
 
         search = FunctionSearch(index)
         for _, description in RANKED_QUERIES + JSON_ONLY_QUERIES:
-            assert_ranked([r.to_json() for r in run_find("retrieval", search, description, top=4).results], 4)
+            assert_ranked([r.to_json() for r in run_find(FindRequest(description, top=4), search).results], 4)
         with pytest.raises(ValueError, match="the description is empty"):
-            run_find("retrieval", search, " \x00 ")
+            run_find(FindRequest(" \x00 "), search)
     finally:
         index.close()
 

@@ -2,6 +2,7 @@
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -10,7 +11,7 @@ import pytest
 
 from prism_code.index import RepoIndex
 from prism_code.tasks.find_function import FunctionSearch
-from prism_code.tasks.find_outcome import candidate_labels
+from prism_code.tasks.find_outcome import FindOutcome, candidate_labels
 from prism_code.tasks.find_prism import (
     STRONG_FIT,
     CandidateText,
@@ -21,7 +22,9 @@ from prism_code.tasks.find_prism import (
     promotable,
     shortlist,
 )
-from prism_code.tasks.find_strategies import FindOutcome, run_find
+from prism_code.tasks.find_request import FindRequest
+from prism_code.tasks.find_settings import LongContextSettings, PrismSettings
+from prism_code.tasks.find_strategies import run_find
 
 FIXTURES = Path(__file__).parent / "fixtures"
 ORDER_TOTAL = ("Work out what an order costs in all: take the unit prices and how many of each item "
@@ -39,7 +42,7 @@ def search(tmp_path):
 
 def test_retrieval_strategy_is_the_search_with_one_event(search):
     events, rankings = [], []
-    outcome = run_find("retrieval", search, ORDER_TOTAL, top=3, on_event=events.append, on_ranking=rankings.append)
+    outcome = run_find(FindRequest(ORDER_TOTAL, top=3), search, on_event=events.append, on_ranking=rankings.append)
     assert isinstance(outcome, FindOutcome)
     assert [r.qualname for r in outcome.results] == [r.qualname for r in search.search(ORDER_TOTAL, top=3)]
     assert outcome.accounting is None
@@ -50,11 +53,28 @@ def test_retrieval_strategy_is_the_search_with_one_event(search):
 
 def test_bad_requests_are_clear_errors(search):
     with pytest.raises(ValueError, match="unknown find strategy"):
-        run_find("grep", search, ORDER_TOTAL)
+        FindRequest(ORDER_TOTAL, "grep")
     with pytest.raises(ValueError, match="empty"):
-        run_find("prism", search, "   ")
+        FindRequest("   ", "prism")
     with pytest.raises(ValueError, match="needs a model session"):
-        run_find("long-context", search, ORDER_TOTAL)
+        run_find(FindRequest(ORDER_TOTAL, "long-context"), search)
+
+
+@pytest.mark.model
+def test_a_model_strategy_whose_engine_is_down_answers_with_retrievals_list(search, tmp_path):
+    from prism_code.llm.backend import BackendError
+    from prism_code.llm.remote import RemoteSession, RemoteSettings
+
+    with socket.socket() as probe:  # a loopback port nothing listens on once the probe is closed
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    rankings = []
+    request = FindRequest(ORDER_TOTAL, "prism", top=3, alpha=0.0)
+    with RemoteSession(RemoteSettings(url=f"http://127.0.0.1:{port}", connect_timeout=2, n_ctx=4096)) as down:
+        outcome = run_find(request, search, session=down, on_ranking=rankings.append)
+    assert isinstance(outcome.model_error, BackendError)
+    assert outcome.results == run_find(request.as_retrieval(), search).results
+    assert rankings[-1].done and rankings[-1].results == outcome.results
 
 
 def test_answers_are_read_tolerantly_and_never_invent_a_candidate():
@@ -99,9 +119,9 @@ def test_the_memory_moves_a_candidate_above_retrieval_only_on_a_strong_better_fi
 def test_prism_by_memory_fit_picks_the_described_function_and_reports_progress(search, model_session):
     events = []
     # Small on purpose (4 candidates, 2 steps, one revision each): the machine is a 2-core CPU.
-    outcome = run_find("prism", search, ORDER_TOTAL, top=4, session=model_session, on_event=events.append,
-                       candidates=4, chunk_size=2, max_revisions=1, step_tokens=80, evidence="fit",
-                       expand_short_queries=False)
+    prism = PrismSettings(chunk_size=2, max_revisions=1, step_tokens=80, evidence="fit", expand_short_queries=False)
+    outcome = run_find(FindRequest(ORDER_TOTAL, "prism", top=4, candidates=4, prism=prism), search,
+                       session=model_session, on_event=events.append)
     # Which function the 0.5B model picks is measured by the RepoQA benchmark, not asserted here:
     # the answer must be a candidate the pass kept, named first, with the others still listed.
     first = outcome.results[0]
@@ -128,9 +148,10 @@ def test_prism_by_memory_fit_picks_the_described_function_and_reports_progress(s
 @pytest.mark.model
 def test_prism_by_likelihood_keeps_the_described_function_first(search, model_session):
     events, rankings = [], []
-    outcome = run_find("prism", search, ORDER_TOTAL, top=4, session=model_session, on_event=events.append,
-                       on_ranking=rankings.append, candidates=4, noted=2, noted_chunk=1, max_revisions=1,
-                       step_tokens=80, short_query_evidence="body", expand_short_queries=False)
+    prism = PrismSettings(noted=2, noted_chunk=1, max_revisions=1, step_tokens=80, short_query_evidence="body",
+                          expand_short_queries=False)
+    outcome = run_find(FindRequest(ORDER_TOTAL, "prism", top=4, candidates=4, prism=prism), search,
+                       session=model_session, on_event=events.append, on_ranking=rankings.append)
     # Anytime: retrieval's ranking first, one more per candidate scored, then the final one.
     assert [(r.scored, r.total, r.done) for r in rankings] == [(0, 4, False), (1, 4, False), (2, 4, False),
                                                                (3, 4, False), (4, 4, False), (4, 4, True)]
@@ -162,9 +183,9 @@ def test_prism_by_likelihood_keeps_the_described_function_first(search, model_se
 @pytest.mark.model
 def test_prism_reads_a_sentence_against_the_candidates_signatures(search, model_session):
     rankings = []
-    outcome = run_find("prism", search, "Total price of an order.", top=4, session=model_session,
-                       on_ranking=rankings.append, candidates=4, noted=1, noted_chunk=1, max_revisions=1,
-                       step_tokens=60, expand_short_queries=False)
+    prism = PrismSettings(noted=1, noted_chunk=1, max_revisions=1, step_tokens=60, expand_short_queries=False)
+    outcome = run_find(FindRequest("Total price of an order.", "prism", top=4, candidates=4, prism=prism), search,
+                       session=model_session, on_ranking=rankings.append)
     pmi = outcome.stats["signature_pmi"]
     assert set(pmi) == {r.qualname for r in outcome.results} and "likelihood" not in outcome.stats
     assert max(pmi, key=pmi.get) == "total_price" == outcome.results[0].qualname
@@ -179,9 +200,9 @@ def test_prism_reads_a_sentence_against_the_candidates_signatures(search, model_
 def test_prism_searches_a_sentence_with_the_models_guess_at_its_code(search, model_session):
     events, rankings = [], []
     sentence = "Total price of an order."
-    outcome = run_find("prism", search, sentence, top=4, session=model_session, on_event=events.append,
-                       on_ranking=rankings.append, candidates=4, noted=1, noted_chunk=1, max_revisions=1,
-                       step_tokens=60, expand_short_queries=True)
+    prism = PrismSettings(noted=1, noted_chunk=1, max_revisions=1, step_tokens=60, expand_short_queries=True)
+    outcome = run_find(FindRequest(sentence, "prism", top=4, candidates=4, prism=prism), search,
+                       session=model_session, on_event=events.append, on_ranking=rankings.append)
     guess = outcome.stats["expansion"]
     assert "def " in guess and "```" not in guess  # code, fences taken off
     # Retrieval's list at once, then the list the sentence and the guess find together,
@@ -220,8 +241,9 @@ def test_one_read_candidate_goes_first_only_when_it_beats_retrievals_first_by_th
 @pytest.mark.model
 def test_prism_reads_a_long_description_against_signatures_then_a_shortlist_of_bodies(search, model_session):
     rankings = []
-    outcome = run_find("prism", search, ORDER_TOTAL_LONG, top=4, session=model_session, on_ranking=rankings.append,
-                       candidates=4, noted=1, noted_chunk=1, max_revisions=1, step_tokens=60, long_query_bodies=2)
+    prism = PrismSettings(noted=1, noted_chunk=1, max_revisions=1, step_tokens=60, long_query_bodies=2)
+    outcome = run_find(FindRequest(ORDER_TOTAL_LONG, "prism", top=4, candidates=4, prism=prism), search,
+                       session=model_session, on_ranking=rankings.append)
     pmi, likelihood = outcome.stats["signature_pmi"], outcome.stats["likelihood"]
     assert set(pmi) == {r.qualname for r in outcome.results}
     # Bodies read: retrieval's first and the other whose header the description raised most.
@@ -236,7 +258,7 @@ def test_prism_reads_a_long_description_against_signatures_then_a_shortlist_of_b
 
 @pytest.mark.model
 def test_long_context_reads_the_whole_small_repository(search, model_session):
-    outcome = run_find("long-context", search, ORDER_TOTAL, session=model_session)
+    outcome = run_find(FindRequest(ORDER_TOTAL, "long-context"), search, session=model_session)
     assert outcome.stats["whole_repository"] is True
     assert outcome.results[0].qualname == "total_price"
     assert "whole repository" in outcome.results[0].reason
@@ -244,7 +266,8 @@ def test_long_context_reads_the_whole_small_repository(search, model_session):
 
 @pytest.mark.model
 def test_long_context_over_budget_falls_back_to_what_retrieval_fits(search, model_session):
-    outcome = run_find("long-context", search, ORDER_TOTAL, session=model_session, token_budget=60)
+    request = FindRequest(ORDER_TOTAL, "long-context", long_context=LongContextSettings(token_budget=60))
+    outcome = run_find(request, search, session=model_session)
     assert outcome.stats["whole_repository"] is False
     assert 1 <= outcome.stats["functions_in_context"] < 8
     assert outcome.stats["code_tokens"] <= 60

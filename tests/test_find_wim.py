@@ -13,13 +13,14 @@ from prism_code.llm.accounting import Accounting
 from prism_code.tasks.find_events import FindEvent
 from prism_code.tasks.find_function import FunctionSearch
 from prism_code.tasks.find_outcome import candidate_labels
+from prism_code.tasks.find_request import FindRequest
+from prism_code.tasks.find_settings import WimSettings
 from prism_code.tasks.find_strategies import run_find
 from prism_code.tasks.find_stream import Ranking
 from prism_code.tasks.find_wim import (
     CandidateBlock,
     WimReader,
     WimRun,
-    WimSettings,
     build_candidates,
     parse_final_answer,
     rank_results,
@@ -68,8 +69,8 @@ def test_margin_removal_leaves_cache_as_a_cold_run(model_session, search: Functi
 def test_wim_puts_the_described_function_first_and_streams_margins(model_session, search: FunctionSearch) -> None:
     events: list[FindEvent] = []
     rankings: list[Ranking] = []
-    outcome = run_find("wim", search, TOTAL, top=7, session=model_session, candidates=7, on_event=events.append,
-                       on_ranking=rankings.append, settings=WimSettings(first_segment=2, segment=3))
+    request = FindRequest(TOTAL, "wim", top=7, candidates=7, wim=WimSettings(first_segment=2, segment=3))
+    outcome = run_find(request, search, session=model_session, on_event=events.append, on_ranking=rankings.append)
     assert outcome.results[0].qualname == "total_price"
     # Anytime: retrieval's list before any margin, one ranking per margin, the answer last.
     read = [r.scored for r in rankings[1:-1]]

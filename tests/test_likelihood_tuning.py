@@ -18,7 +18,8 @@ from prism_bench.likelihood_tuning import (
     staged_markdown,
     top1,
 )
-from prism_code.tasks.find_prism import LONG_QUERY_BODIES, first_candidate, shortlist
+from prism_code.tasks.find_prism import first_candidate, shortlist
+from prism_code.tasks.find_settings import LONG_QUERY_BODIES
 
 
 def row(needle: str, target: int | None, scores: list[float], candidates: list[str] | None = None

@@ -25,6 +25,8 @@ from prism_code.memory.note_writer import run_notes
 from prism_code.memory.notes_store import NotesStore
 from prism_code.retrieval.dense import Embedder
 from prism_code.tasks.find_function import FunctionSearch
+from prism_code.tasks.find_request import FindRequest
+from prism_code.tasks.find_settings import PrismSettings
 from prism_code.tasks.find_strategies import run_find
 
 pytestmark = pytest.mark.model
@@ -55,8 +57,8 @@ def test_prism_find_through_the_remote_ranks_as_the_local_model(remote, model_se
         search = FunctionSearch(index, Embedder())
         ranked = {}
         for name, session in (("local", model_session), ("remote", remote)):
-            outcome = run_find("prism", search, ORDER_TOTAL, top=5, session=session, evidence="fit",
-                               candidates=5)
+            outcome = run_find(FindRequest(ORDER_TOTAL, "prism", top=5, candidates=5,
+                                           prism=PrismSettings(evidence="fit")), search, session=session)
             ranked[name] = ([r.qualname for r in outcome.results], outcome.stats["memory"])
     finally:
         index.close()

@@ -46,7 +46,7 @@ from prism_code.lsp.workspace_state import Found, WorkspaceState
 from prism_code.parse.languages import EXTENSION_LANGUAGES, language_for_path
 from prism_code.retrieval.dense import ModelUnavailable
 from prism_code.tasks.find_events import FindEvent
-from prism_code.tasks.find_strategies import MODEL_STRATEGIES
+from prism_code.tasks.find_request import FindRequest
 
 if TYPE_CHECKING:
     from prism_code.tasks.complete import CompletionResult
@@ -405,17 +405,15 @@ async def inline_completion(ls: PrismServer,
 @SERVER.command(commands.FIND_FUNCTION)
 async def find_function(ls: PrismServer, *arguments: Any) -> list[dict[str, Any]]:
     args = commands.find_args(arguments, ls.settings.find_strategy)
+    request = args.request(ls.settings.fragrel_alpha)
     states = list(ls.states.values())
 
     def search(cancelled: CancelCheck) -> list[Found]:
-        found = [hit for state in states for hit in state.search(args.description, args.top,
-                                                                  cancelled)]
-        # Several folders: fused scores are z-scores per corpus, comparable enough to merge.
-        return sorted(found, key=lambda hit: -hit.function.score)[:args.top]
+        return retrieval_found(states, request, cancelled)
 
     try:
-        if args.strategy in MODEL_STRATEGIES:
-            found = await find_with_model(ls, args, states)
+        if request.uses_model:
+            found = await find_with_model(ls, args, request, states)
         else:
             found = await ls.run(search)
     except ModelUnavailable as exc:
@@ -424,7 +422,14 @@ async def find_function(ls: PrismServer, *arguments: Any) -> list[dict[str, Any]
     return [commands.found_json(hit, codec) for hit in found]
 
 
-async def find_with_model(ls: PrismServer, args: commands.FindArgs,
+def retrieval_found(states: list[WorkspaceState], request: FindRequest, cancelled: CancelCheck) -> list[Found]:
+    """Retrieval's answer over every folder, best first."""
+    found = [hit for state in states for hit in state.search(request, cancelled)]
+    # Several folders: fused scores are z-scores per corpus, comparable enough to merge.
+    return sorted(found, key=lambda hit: -hit.function.score)[:request.top]
+
+
+async def find_with_model(ls: PrismServer, args: commands.FindArgs, request: FindRequest,
                           states: list[WorkspaceState]) -> list[Found]:
     """A PRISM / WiM / long-context pass on the model thread; its steps stream as $/progress,
     its rankings as prism/findUpdate when the client gave an updateToken."""
@@ -444,16 +449,22 @@ async def find_with_model(ls: PrismServer, args: commands.FindArgs,
             try:
                 def on_event(event: FindEvent) -> None:
                     progress.report(event.stage, event.message, 100 * event.done / max(event.total, 1))
-                found = [hit for state in states for hit in state.find_with_model(
-                    args.strategy, args.description, args.top, session, on_event, flag.is_set,
-                    models.state_dir, updates.ranking if updates is not None else None)]
-                models.host.remote_answered()
-            except BackendError as exc:
-                # The remote engine failed: a status for the user, and retrieval's list for the answer.
-                models.host.remote_failed(exc, "find")
-                found = sorted((hit for state in states for hit in state.search(args.description, args.top,
-                                                                                 flag.is_set)),
-                               key=lambda hit: -hit.function.score)
+                found: list[Found] = []
+                failed: BackendError | None = None
+                for state in states:
+                    if failed is not None:
+                        # The engine is down: the other folders do not wait for it again.
+                        found += state.search(request, flag.is_set)
+                        continue
+                    hits, failed = state.find_with_model(request, session, on_event, flag.is_set, models.state_dir,
+                                                         updates.ranking if updates is not None else None)
+                    found += hits
+                if failed is None:
+                    models.host.remote_answered()
+                else:
+                    # The remote engine failed (run_find answered with retrieval's list): a status for the user.
+                    models.host.remote_failed(failed, "find")
+                    found.sort(key=lambda hit: -hit.function.score)
             finally:
                 progress.end("done")
             return found[:args.top]

@@ -18,7 +18,7 @@ from prism_code.lsp.settings import FIND_STRATEGIES
 from prism_code.lsp.workspace_state import Found
 from prism_code.retrieval.windows import parse_label
 from prism_code.tasks.find_events import Strategy
-from prism_code.tasks.find_strategies import as_strategy, description_text
+from prism_code.tasks.find_request import FindRequest, as_strategy, description_text
 
 FIND_FUNCTION = "prism.findFunction"
 REINDEX = "prism.reindex"
@@ -40,6 +40,10 @@ class FindArgs:
     strategy: Strategy
     # Set by a client that follows a model strategy's rankings (prism/findUpdate carries it).
     update_token: str | int | None = None
+
+    def request(self, alpha: float) -> FindRequest:
+        """The find these arguments ask for, with the server's FragRel weight."""
+        return FindRequest(self.description, self.strategy, self.top, alpha=alpha)
 
 
 def find_args(arguments: Sequence[Any], default_strategy: Strategy) -> FindArgs:

@@ -23,8 +23,9 @@ from pathlib import Path
 from prism_code.config import IndexConfig
 from prism_code.store.database import workspace_db_path
 from prism_code.store.index_store import Store
-from prism_code.tasks.corpus_files import FindOptions, StoredCorpus, StoredSearch, answerable, current_corpus
+from prism_code.tasks.corpus_files import StoredCorpus, StoredSearch, answerable, current_corpus
 from prism_code.tasks.find_function import FoundFunction
+from prism_code.tasks.find_request import FindRequest
 from prism_code.tasks.find_strategies import run_find
 
 log = logging.getLogger(__name__)
@@ -68,10 +69,10 @@ class SavedFind:
                  "the index has loaded", self.root.name, corpus.token)
         return True
 
-    def search(self, query: str, top: int, alpha: float) -> list[tuple[FoundFunction, str]] | None:
-        """The `top` functions for `query` with the text of each one's last line, or None
-        when the saved copy cannot answer (none, stale, closed, or a FragRel ranking)."""
-        if not answerable(FindOptions(alpha=alpha)):
+    def search(self, request: FindRequest) -> list[tuple[FoundFunction, str]] | None:
+        """The functions `request` finds with the text of each one's last line, or None
+        when the saved copy cannot answer (none, stale, closed, or not plain retrieval)."""
+        if not answerable(request):
             return None
         with self._lock:
             if not self._open():
@@ -84,7 +85,7 @@ class SavedFind:
                         log.info("%s: the index changed: no more answers from the saved copy", self.root.name)
                         self._close()
                         return None
-                    results = run_find("retrieval", search, query, top=top, alpha=0.0).results
+                    results = run_find(request, search).results
                     return [(r, corpus.line(r.path, r.end_line)) for r in results]
             except (sqlite3.Error, OSError) as exc:
                 log.warning("%s: the saved lexical index stopped answering: %s", self.root.name, exc)

@@ -26,7 +26,7 @@ from prism_code.config import (
 from prism_code.llm.models import MODELS
 from prism_code.tasks.find_events import Strategy
 from prism_code.tasks.find_function import DEFAULT_FIND_ALPHA
-from prism_code.tasks.find_strategies import STRATEGIES, as_strategy
+from prism_code.tasks.find_request import STRATEGIES, as_strategy
 from prism_code.tasks.model_policy import AUTO, CHOICES
 
 # Strategies that exist now; prism, wim and long-context arrive with the PRISM issue.

@@ -31,12 +31,13 @@ from prism_code.lsp.settings import Settings
 from prism_code.store.errors import CacheDirError
 from prism_code.tasks.find_events import FindListener
 from prism_code.tasks.find_function import FoundFunction
+from prism_code.tasks.find_request import FindRequest
 from prism_code.tasks.find_strategies import run_find
 from prism_code.tasks.find_stream import Ranking
 from prism_code.tasks.hover import HoverNote, ModuleHover, ParsedBuffers, hover_at
 
 if TYPE_CHECKING:  # llama.cpp loads on the model thread, not at import
-    from prism_code.llm.backend import ScoringBackend
+    from prism_code.llm.backend import BackendError, ScoringBackend
 
 log = logging.getLogger(__name__)
 
@@ -90,9 +91,11 @@ class WorkspaceState(IndexWorker):
         if changed:
             self.schedule(visible=True)
 
-    def search(self, query: str, top: int, cancelled: CancelCheck) -> list[Found]:
+    def search(self, request: FindRequest, cancelled: CancelCheck) -> list[Found]:
+        """Retrieval's answer to `request` (its strategy is not read) over this workspace."""
+        request = request.as_retrieval()
         if not self.loaded:
-            saved = self.saved_find.search(query, top, self.settings.fragrel_alpha)
+            saved = self.saved_find.search(request)
             if saved is not None:
                 return [Found(r, self.root, line, from_saved=True) for r, line in saved]
         index, finder = self.index, self._finder
@@ -106,25 +109,25 @@ class WorkspaceState(IndexWorker):
             if cancelled():
                 raise Cancelled("the search was cancelled")
             # What `prism-code find` calls too: one ranking for the editor and the CLI.
-            results = run_find("retrieval", finder, query, top=top, alpha=self.settings.fragrel_alpha).results
+            results = run_find(request, finder).results
         return [Found(r, self.root, _line(index, r.path, r.end_line)) for r in results]
 
-    def find_with_model(self, strategy: str, query: str, top: int, session: ScoringBackend,
+    def find_with_model(self, request: FindRequest, session: ScoringBackend,
                         on_event: FindListener, cancelled: CancelCheck, state_dir: Path | None = None,
-                        on_ranking: Callable[[list[Found], Ranking], None] | None = None) -> list[Found]:
+                        on_ranking: Callable[[list[Found], Ranking], None] | None = None
+                        ) -> tuple[list[Found], BackendError | None]:
         """A model strategy (prism, wim, long-context) over this workspace; model thread only.
-        `on_ranking` hears each ranking on the way (tasks/find_stream), the final one last."""
+        `on_ranking` hears each ranking on the way (tasks/find_stream), the final one last.
+        With the results, the backend's error when it failed and they are retrieval's."""
         index, finder = self.index, self._finder
         if index is None or finder is None:
-            return []
+            return [], None
         self.catch_up(index)
-        options = {}
         from prism_code.llm.backend import keeps_kv_state
         from prism_code.llm.state_cache import StateCache
 
-        if strategy == "prism" and state_dir is not None and keeps_kv_state(session):
-            # PRISM's task, rules and schema do not change between queries: their KV state is a file.
-            options["state_cache"] = StateCache(state_dir)
+        # PRISM's task, rules and schema do not change between queries: their KV state is a file.
+        state_cache = StateCache(state_dir) if state_dir is not None and keeps_kv_state(session) else None
         def found(results: list[FoundFunction]) -> list[Found]:
             return [Found(r, self.root, _line(index, r.path, r.end_line)) for r in results]
 
@@ -133,9 +136,9 @@ class WorkspaceState(IndexWorker):
                 on_ranking(found(ranking.results), ranking)
 
         with self._search_lock:
-            outcome = run_find(strategy, finder, query, top=top, session=session, on_event=on_event,
-                               cancelled=cancelled, on_ranking=ranked, **options)
-        return found(outcome.results)
+            outcome = run_find(request, finder, session=session, state_cache=state_cache, on_event=on_event,
+                               cancelled=cancelled, on_ranking=ranked)
+        return found(outcome.results), outcome.model_error
 
     def hover(self, path: str, text: str | None, position: types.Position,
               codec: PositionCodec) -> tuple[HoverNote | ModuleHover, list[str]] | None:

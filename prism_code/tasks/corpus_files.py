@@ -31,7 +31,6 @@ import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
 
@@ -49,6 +48,7 @@ from prism_code.retrieval.tokenize import code_tokens
 from prism_code.store.database import workspace_db_path
 from prism_code.store.index_store import Store
 from prism_code.tasks.find_function import CORPUS_VERSION, FunctionCorpus, FunctionSearch, doc_above
+from prism_code.tasks.find_request import FindRequest
 from prism_code.tasks.vector_files import load_vectors, save_vectors
 from prism_code.workspace import diff_scan, resolve_workspace, scan
 
@@ -339,15 +339,6 @@ class StoredSearch(FunctionSearch):
         return matrix
 
 
-@dataclass(frozen=True)
-class FindOptions:
-    """What a find asks for; only plain retrieval can be answered from the saved copy."""
-
-    strategy: str = "retrieval"
-    alpha: float = 0.0
-    expansion: bool = False
-
-
 def _unchanged(store: Store, root: Path, config: IndexConfig) -> bool:
     """True if an index update would change nothing: same parser, no relation work owed,
     and a scan that finds every file as stored (no file added, changed, removed or touched)."""
@@ -361,10 +352,10 @@ def _unchanged(store: Store, root: Path, config: IndexConfig) -> bool:
     return not (diff.added or diff.changed or diff.removed or diff.touched)
 
 
-def answerable(options: FindOptions) -> bool:
+def answerable(request: FindRequest) -> bool:
     """Whether the saved copy can rank this find: plain retrieval only (FragRel reads the
     relations, a model strategy or an expansion the model, none of which are saved)."""
-    return options.strategy == "retrieval" and options.alpha == 0 and not options.expansion
+    return request.strategy == "retrieval" and request.alpha == 0 and request.expansion is None
 
 
 def current_corpus(store: Store, root: Path, config: IndexConfig) -> StoredCorpus | None:
@@ -380,11 +371,11 @@ def current_corpus(store: Store, root: Path, config: IndexConfig) -> StoredCorpu
 
 @contextmanager
 def saved_search(root: Path | str, config: IndexConfig, cache_dir: Path | None,
-                 options: FindOptions, embedder: Embedder | None) -> Iterator[StoredSearch | None]:
+                 request: FindRequest, embedder: Embedder | None) -> Iterator[StoredSearch | None]:
     """A search over the saved corpus when the index needs no update and one is saved for
     its current state; else None (the caller opens the index). The store is read in one
     transaction, so another process's commit cannot land between the check and the answer."""
-    if not answerable(options):
+    if not answerable(request):
         yield None
         return
     db_path = workspace_db_path(resolve_workspace(root), cache_dir)

@@ -26,6 +26,7 @@ from prism_code.llm.backend import CompletionBackend, model_label
 from prism_code.tasks.find_events import FindEvent, FindListener, Stage
 from prism_code.tasks.find_function import FoundFunction, FunctionSearch
 from prism_code.tasks.find_outcome import FindOutcome, answer_grammar, candidate_labels, parse_function_json
+from prism_code.tasks.find_settings import LongContextSettings
 
 log = logging.getLogger(__name__)
 
@@ -34,12 +35,6 @@ SYSTEM = ("You read source code and name the function that a description asks fo
           "exactly as written after ###.")
 PROMPT_OVERHEAD = 400  # instructions, the description and the answer, besides the code
 ANSWER_TOKENS = 48  # the answer: one JSON object naming a function, with a short reason
-
-
-@dataclass(frozen=True)
-class LongContextSettings:
-    token_budget: int = 3000  # code tokens per prompt at most (and never past the window)
-    scan: int = 200  # retrieval ranks tried when the repository does not fit
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from llama_cpp.llama_grammar import LlamaGrammar
 
     from prism_code.llm.accounting import Accounting
+    from prism_code.llm.backend import BackendError
 
 
 @dataclass
@@ -29,6 +30,8 @@ class FindOutcome:
     results: list[FoundFunction]  # best first; each carries a one-line `reason`
     accounting: Accounting | None = None  # model tokens and time (None for retrieval)
     stats: dict[str, Any] = field(default_factory=dict)  # strategy-specific numbers
+    # Set when a model strategy's backend failed and these are retrieval's results instead.
+    model_error: BackendError | None = None
 
     def to_json(self) -> list[dict[str, Any]]:
         """The CLI contract: the results only."""

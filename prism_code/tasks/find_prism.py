@@ -31,7 +31,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, get_args
+from typing import Any
 
 from prism_code.cancel import CancelCheck, Cancelled
 from prism_code.index import RepoIndex
@@ -40,7 +40,6 @@ from prism_code.llm.backend import ScoringBackend
 from prism_code.llm.state_cache import StateCache
 from prism_code.memory.code_schemas import CandidateMatch, CandidateMatches
 from prism_code.memory.deterministic_notes import notes_for
-from prism_code.memory.encoding import Encoding
 from prism_code.memory.notes_store import NotesStore
 from prism_code.memory.revisions import Target
 from prism_code.memory.runner import PassResult, PassSettings, StepProgress, run_pass
@@ -49,6 +48,13 @@ from prism_code.retrieval.fusion import SHORT_QUERY_WORDS
 from prism_code.tasks.find_events import FindEvent, FindListener, Stage
 from prism_code.tasks.find_function import FoundFunction, FunctionSearch
 from prism_code.tasks.find_outcome import FindOutcome, answer_grammar, candidate_labels, parse_function_json
+from prism_code.tasks.find_settings import (
+    EVIDENCE,
+    SHORT_EVIDENCE,
+    VIEWS,
+    PrismSettings,
+    View,
+)
 from prism_code.tasks.find_stream import RankingStream
 from prism_code.tasks.query_expansion import hypothetical_function, language_name
 from prism_code.tasks.query_likelihood import (
@@ -64,12 +70,6 @@ from prism_code.tasks.signature_pmi import EXPANDED_SIGNATURE_MARGIN, SIGNATURE_
 
 log = logging.getLogger(__name__)
 
-View = Literal["notes", "bodies"]  # what the model is shown of a candidate
-Evidence = Literal["likelihood", "fit"]  # what may move a candidate above retrieval's first
-ShortEvidence = Literal["signature", "body"]  # what the likelihood reads when the query is a sentence
-VIEWS: tuple[View, ...] = get_args(View)
-EVIDENCE: tuple[Evidence, ...] = get_args(Evidence)
-SHORT_EVIDENCE: tuple[ShortEvidence, ...] = get_args(ShortEvidence)
 
 TASK = ("You help find the one function of a repository that [QUERY] describes. A search "
         "already picked some candidate functions; [TEXT] shows a few of them, each under a "
@@ -91,7 +91,6 @@ LIKELIHOOD_CANDIDATES = 10
 # prompt keeps room for five candidates per step.
 MAX_BODY_LINES = 60
 ANSWER_TOKENS = 40  # the final answer: one short JSON object naming a function and its reason
-LONG_QUERY_BODIES = 3  # #16: the most bodies that fit 2,000 prompt tokens a RepoQA query
 
 
 @dataclass(frozen=True)
@@ -101,38 +100,6 @@ class CandidateText:
     key: str  # the name the model sees and writes (qualname; path-qualified when ambiguous)
     found: FoundFunction
     text: str  # what the model is shown for it
-
-
-@dataclass(frozen=True)
-class PrismSettings:
-    candidates: int = 10  # retrieval's top-k handed to the pass
-    # Five per step, two kept: pairs with one kept (5 steps) raised the cache hit but
-    # doubled the decoding, which is what a query costs on a CPU, and the 0.5B kept the
-    # first of every pair, dropping needles at ranks 2 and 4.
-    chunk_size: int = 5  # candidates per PRISM step
-    view: View = "notes"
-    encoding: Encoding = Encoding.AMENDMENTS
-    allow_updates: bool = True
-    max_revisions: int = 2  # per step: the candidates a step may keep
-    step_tokens: int = 120  # decoded per step at most
-    evidence: Evidence = "likelihood"
-    # With likelihood evidence the pass comes after the ranking and notes its first few,
-    # two per step: the reasons shown for the results a user reads.
-    noted: int = 4
-    noted_chunk: int = 2
-    # A sentence is read against each candidate's signature instead (signature_pmi): chosen on the
-    # docstrings tuning split over the bodies (`prism-code bench likelihood`), at a third of the tokens.
-    short_query_evidence: ShortEvidence = "signature"
-    # A long description reads every signature first, then the bodies of retrieval's first and of
-    # the others whose headers it raised most, this many bodies in all (0: every body, no signatures).
-    long_query_bodies: int = LONG_QUERY_BODIES
-    # A sentence is first written out as code by the model and searched with both
-    # (tasks/query_expansion.py); the signatures are then read from the fused list, whose first is
-    # right more often, so moving a candidate above it takes a larger margin
-    # (signature_pmi.EXPANDED_SIGNATURE_MARGIN). Chosen on the docstrings tuning split
-    # (`prism-code bench likelihood --expand`): 0.629 against 0.600 for the signatures on
-    # retrieval's own list; test split 0.514 against 0.486.
-    expand_short_queries: bool = True
 
 
 def candidate_text(index: RepoIndex, found: FoundFunction, key: str, view: View,

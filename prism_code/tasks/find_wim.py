@@ -58,6 +58,7 @@ from prism_code.llm.gbnf import gbnf_literal
 from prism_code.tasks.find_events import FindEvent, FindListener, Stage
 from prism_code.tasks.find_function import FoundFunction, FunctionSearch, unit_text
 from prism_code.tasks.find_outcome import FindOutcome, candidate_labels
+from prism_code.tasks.find_settings import WimSettings
 from prism_code.tasks.find_stream import RankingStream
 from prism_code.tasks.query_likelihood import (
     DEFAULT_DESCRIPTION_TOKENS,
@@ -90,6 +91,7 @@ ANSWER_OPEN = '{"function": "'
 # a glance (its tokens, about half as many, are what each margin decodes).
 WHY_CHARS = 40
 EXIT_PROBABILITY = 0.9  # P(relevant) of a margin that ends the run early
+WIM_CANDIDATES = 10  # retrieval's top-k WiM reads unless asked for another number
 # The paper's I_A holds the query; here it sits once at the head of the context instead (about
 # 250 tokens saved per margin) and is restated only in the final question: each margin asks
 # about "the description above".
@@ -97,14 +99,6 @@ MARGIN_QUERY = "(the description above)"
 # The answer moves above retrieval's first only when the description is more likely after its
 # body than after the first's by query_likelihood's DEFAULT_MARGIN (nats/token), read over
 # DEFAULT_LINES of each body and the description's first DEFAULT_DESCRIPTION_TOKENS tokens.
-
-
-@dataclass(frozen=True)
-class WimSettings:
-    first_segment: int = 1  # functions in the first segment (small: it produces the first event)
-    segment: int = 3  # functions in each later segment
-    function_tokens: int = 64  # most tokens of source shown per candidate (signature, docstring, start)
-    query_tokens: int = 320  # most tokens of the description (it is repeated in each I_A)
 
 
 @dataclass(frozen=True)
@@ -401,14 +395,16 @@ def fit_settings(session: ScoringBackend, settings: WimSettings, candidates: int
 
 
 def find_wim(session: ScoringBackend, search: FunctionSearch, description: str, *, top: int = 10,
-             candidates: int = 10, on_event: FindListener | None = None,
+             candidates: int | None = None, on_event: FindListener | None = None,
              cancelled: CancelCheck | None = None, early_exit: bool = True,
              settings: WimSettings | None = None, rankings: RankingStream | None = None) -> FindOutcome:
-    """WiM over retrieval's top `candidates`; returns them all (answer first), cut to max(top, 1).
+    """WiM over retrieval's top `candidates` (None: WIM_CANDIDATES); returns them all (answer
+    first), cut to max(top, 1).
 
     `rankings` hears retrieval's ranking, then one after each margin."""
     started = time.perf_counter()
-    settings, candidates = fit_settings(session, settings or WimSettings(), candidates)
+    settings, candidates = fit_settings(session, settings or WimSettings(),
+                                        WIM_CANDIDATES if candidates is None else candidates)
     found = search.search(description, top=candidates)
     accounting = Accounting()
     run = WimRun()
