@@ -51,8 +51,16 @@ class Named(Protocol):
 def candidate_labels(found: Sequence[Named]) -> list[str]:
     """The names the model sees: qualnames, path-qualified where two candidates share one
     (the model must tell them apart)."""
-    counts = Counter(f.qualname for f in found)
-    return [f.qualname if counts[f.qualname] == 1 else f"{f.path}:{f.qualname}" for f in found]
+    names = [_label_text(f.qualname) for f in found]
+    counts = Counter(names)
+    return [name if counts[name] == 1 else f"{_label_text(f.path)}:{name}" for f, name in zip(found, names)]
+
+
+def _label_text(name: str) -> str:
+    """A name as a grammar literal can hold it: C++'s `operator""_json_pointer` broke
+    llama.cpp's JSON-schema converter (a quote inside an enum value), so quotes and
+    backslashes are written as ' and /, and control characters dropped."""
+    return "".join(c for c in name.replace('"', "'").replace("\\", "/") if c.isprintable())
 
 
 def parse_function_json(text: str, names: list[str]) -> str | None:
