@@ -34,7 +34,7 @@ from prism_code.memory.encoding import Encoding
 from prism_code.retrieval.dense import Embedder
 from prism_code.tasks.find_events import FindEvent, Strategy
 from prism_code.tasks.find_function import FunctionSearch
-from prism_code.tasks.find_request import FindRequest
+from prism_code.tasks.find_request import FindRequest, named_strategy
 from prism_code.tasks.find_settings import LongContextSettings, PrismSettings
 from prism_code.tasks.find_strategies import run_find
 
@@ -66,8 +66,9 @@ class StrategySettings:
 
     def chosen(self, strategy: str) -> dict[str, object]:
         """The settings of `strategy` that differ from its defaults, for the report."""
-        own = {"prism": (self.prism, PrismSettings()),
-               "long-context": (self.long_context, LongContextSettings())}.get(strategy)
+        pairs: dict[str, tuple[PrismSettings, PrismSettings] | tuple[LongContextSettings, LongContextSettings]] = {
+            "prism": (self.prism, PrismSettings()), "long-context": (self.long_context, LongContextSettings())}
+        own = pairs.get(strategy)
         if own is None:
             return {}
         given, default = asdict(own[0]), asdict(own[1])
@@ -151,13 +152,14 @@ def _interrupt(_signum: int, _frame: object) -> None:
 def _run_haystacks(session: ScoringBackend, haystacks: list[Haystack], chosen: list[tuple[Haystack, Needle]],
                    cache_dir: Path, embedder: Embedder, strategy: str, settings: StrategySettings, ablation: int,
                    out: StrategyResult, warm: StateCache | None, overlap: bool = False) -> None:
+    named = named_strategy(strategy)
     for haystack, needles in by_haystack(haystacks, chosen):
         with haystack_search(haystack, cache_dir, embedder) as search:
             for needle in needles:
                 if overlap:
                     needle = located(search.index, needle)
-                out.runs.append(_one(session, search, needle, settings.request(needle.description, strategy),
-                                     out.accounting, warm))
+                request = settings.request(needle.description, named)
+                out.runs.append(_one(session, search, needle, request, out.accounting, warm))
                 print(f"{len(out.runs)}/{len(chosen)} {needle.repo}:{needle.name} "
                       f"{'ok' if out.runs[-1].correct else 'miss'} {out.runs[-1].seconds:.1f}s", flush=True)
                 if strategy == "prism" and out.variant_needles < ablation:
@@ -167,7 +169,7 @@ def _run_haystacks(session: ScoringBackend, haystacks: list[Haystack], chosen: l
                         session.reset()
                         variant = replace(settings, prism=replace(settings.prism, encoding=encoding,
                                                                   allow_updates=updates))
-                        run_ = _one(session, search, needle, variant.request(needle.description, strategy),
+                        run_ = _one(session, search, needle, variant.request(needle.description, named),
                                     Accounting(), None)
                         correct, total = out.variants.get(label, (0, Accounting()))
                         # Table 3 compares encodings: the pass's own calls, not the likelihood's scoring.

@@ -115,7 +115,7 @@ def run(sample: list[tuple[SembleRepo, Query]], cache_dir: Path, strategy: str, 
     from prism_code.memory.notes_store import llm_note_texts
     from prism_code.retrieval.dense import Embedder
     from prism_code.tasks.find_function import FunctionSearch
-    from prism_code.tasks.find_request import FindRequest
+    from prism_code.tasks.find_request import FindRequest, named_strategy
     from prism_code.tasks.find_strategies import run_find
 
     outcomes = load_outcomes(path)
@@ -147,7 +147,7 @@ def run(sample: list[tuple[SembleRepo, Query]], cache_dir: Path, strategy: str, 
                 for query in queries:
                     retrieval = run_find(FindRequest(query.text), search).results
                     started = time.perf_counter()
-                    outcome = run_find(FindRequest(query.text, strategy), search, session=session,
+                    outcome = run_find(FindRequest(query.text, named_strategy(strategy)), search, session=session,
                                        state_cache=state_cache)
                     seconds = time.perf_counter() - started
                     accounting = outcome.accounting

@@ -44,6 +44,14 @@ def as_strategy(value: object) -> Strategy | None:
     return next((s for s in STRATEGIES if s == value), None)
 
 
+def named_strategy(value: str) -> Strategy:
+    """The strategy `value` names; ValueError listing the strategies otherwise."""
+    strategy = as_strategy(value)
+    if strategy is None:
+        raise ValueError(f"unknown find strategy {value!r}; choose from {', '.join(STRATEGIES)}")
+    return strategy
+
+
 @dataclass(frozen=True)
 class FindRequest:
     """One find. Built with a description that `description_text` normalizes (ValueError
