@@ -18,7 +18,7 @@ def test_the_scale_bench_measures_every_step_on_a_small_tree(tmp_path: Path) -> 
     assert result.summary["files"] == 4
     assert result.summary["functions"] == 6
     assert result.index.peak_rss_mib > 20 and result.index.wall_s > 0 and result.index.user_s > 0
-    assert result.index.tree_rss_mib >= 0.5 * result.index.peak_rss_mib  # sampled while it ran
+    assert result.index.tree_rss_mib > 20  # sampled from /proc while it ran (wait4 keeps a forked parent's peak)
     assert result.database_mib > 0 and result.saved_copy_mib > 0
     assert [q for q, _ in result.finds] == list(scale_bench.QUERIES)
     assert all(find.peak_rss_mib > 20 and '"qualname"' in find.stdout for _, find in result.finds)
