@@ -26,10 +26,11 @@ import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from prism_code.cancel import CancelCheck, Cancelled
 from prism_code.config import IndexConfig
@@ -45,7 +46,7 @@ from prism_code.fragments import (
 from prism_code.graph import CodeGraph
 from prism_code.parse import PARSER_VERSION, language_for_path
 from prism_code.parse.model import Definition, ParsedFile
-from prism_code.parse_pool import decode, parsed_files
+from prism_code.parse_pool import decode, open_first, parsed_files
 from prism_code.relation_update import (
     FULL_RECOMPUTE_SHARE,
     Dirty,
@@ -146,6 +147,15 @@ def _definition(parsed: dict[str, ParsedFile], path: str, qualname: str) -> Defi
 
 def _of_kind(fragments: dict[str, Fragment], kind: str) -> list[Fragment]:
     return sorted((f for f in fragments.values() if f.kind == kind), key=lambda f: f.key)
+
+
+class ParsedSink(Protocol):
+    """Hears a first index's files as they are parsed, before anything is linked or stored
+    (tasks/partial_find.py makes them searchable meanwhile)."""
+
+    def expect(self, files: int) -> None: ...
+    def add(self, path: str, text: str, parsed: ParsedFile) -> None: ...
+    def parsed_all(self) -> None: ...
 
 
 @dataclass
@@ -356,26 +366,29 @@ class RepoIndex:
 
     def update(self, progress: Progress | None = None,
                cancelled: CancelCheck | None = None,
-               relations: bool = True) -> IndexSummary:
+               relations: bool = True, opened: Sequence[str] = (),
+               sink: ParsedSink | None = None) -> IndexSummary:
         """Bring the index in line with the workspace; with `relations=False`, only the
-        first phase: the relations it makes stale are left to finish_relations()."""
+        first phase: the relations it makes stale are left to finish_relations().
+        The files open in the editor (`opened`) and their folders are parsed first, and
+        `sink` hears each parsed file at once."""
         started = time.perf_counter()
         try:
-            summary = self._update_shared(progress, cancelled, relations)
+            summary = self._update_shared(progress, cancelled, relations, opened, sink)
         except sqlite3.DatabaseError as exc:
             if not is_damage(exc):
                 raise
             self.recover(exc, self.lock_timeout)
-            summary = self._update_shared(progress, cancelled, relations)  # a rebuild
+            summary = self._update_shared(progress, cancelled, relations, opened, sink)  # a rebuild
         summary.seconds = time.perf_counter() - started
         return summary
 
     def _update_shared(self, progress: Progress | None, cancelled: CancelCheck | None,
-                       relations: bool) -> IndexSummary:
+                       relations: bool, opened: Sequence[str], sink: ParsedSink | None) -> IndexSummary:
         with self._writing(cancelled):
             for attempt in range(1, _STALE_ATTEMPTS + 1):
                 try:
-                    summary = self._update(progress, cancelled)
+                    summary = self._update(progress, cancelled, opened, sink)
                     break
                 except StaleIndex:
                     if attempt == _STALE_ATTEMPTS:
@@ -386,8 +399,8 @@ class RepoIndex:
             summary.relations_pending = self.relations_pending
             return summary
 
-    def _update(self, progress: Progress | None,
-                cancelled: CancelCheck | None) -> IndexSummary:
+    def _update(self, progress: Progress | None, cancelled: CancelCheck | None,
+                opened: Sequence[str] = (), sink: ParsedSink | None = None) -> IndexSummary:
         report = progress or (lambda stage, done, total: None)
         summary = IndexSummary()
         states = self.store.file_states()
@@ -404,15 +417,25 @@ class RepoIndex:
         summary.skipped = len(summary.skipped_reasons)
         parsed: list[tuple[LoadedFile, str, ParsedFile]] = []
         report("parse", 0, len(loaded))
+        if sink is not None:
+            sink.expect(len(loaded))
+        if opened:
+            loaded = open_first(loaded, opened)
         results = parsed_files([(item.path, item.data) for item in loaded], cancelled)
         for i, (item, pf) in enumerate(zip(loaded, results), 1):
             report("parse", i, len(loaded))
             if pf is None:
                 continue
             summary.parse_errors += pf.has_errors
-            parsed.append((item, decode(item.data), pf))
+            text = decode(item.data)
+            parsed.append((item, text, pf))
+            if sink is not None:
+                sink.add(pf.path, text, pf)
         if cancelled and cancelled():
             raise Cancelled("indexing cancelled; the index is unchanged")
+        if sink is not None:
+            sink.parsed_all()
+        parsed.sort(key=lambda row: row[0].path)  # what follows is the same whatever the parse order
         summary.added, summary.changed, summary.removed = len(diff.added), len(diff.changed), len(diff.removed)
         if parsed or diff.removed:
             self._apply(parsed, diff.removed, report)

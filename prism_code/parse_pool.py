@@ -1,8 +1,10 @@
-"""Parsing a large batch of files on every core (worker_pool), in path order."""
+"""Parsing a large batch of files on every core (worker_pool), in the order given."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from pathlib import PurePosixPath
+from typing import Protocol, TypeVar
 
 from prism_code.cancel import CancelCheck
 from prism_code.parse import parse_source
@@ -33,3 +35,26 @@ def parsed_files(items: Sequence[tuple[str, bytes]], cancelled: CancelCheck | No
     (without raising) when `cancelled`."""
     workers = usable_cores() if sum(len(data) for _, data in items) >= PARALLEL_MIN_BYTES else 1
     return ordered_map(parse_item, items, workers, cancelled, chunksize=CHUNK_FILES)
+
+
+class _HasPath(Protocol):
+    @property
+    def path(self) -> str: ...
+
+
+Item = TypeVar("Item", bound=_HasPath)
+
+
+def open_first(items: Sequence[Item], opened: Sequence[str]) -> list[Item]:
+    """`items` in the order a first index should parse them, so that what the person is
+    looking at is searchable first: the files open in the editor, then the other files of
+    their folders, then the rest, each group in the order given."""
+    open_set = set(opened)
+    folders = {PurePosixPath(p).parent for p in opened}
+
+    def group(item: Item) -> int:
+        if item.path in open_set:
+            return 0
+        return 1 if PurePosixPath(item.path).parent in folders else 2
+
+    return sorted(items, key=group)  # stable

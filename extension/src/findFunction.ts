@@ -88,7 +88,8 @@ function pickLive(server: PrismServer, description: string,
       pick.activeItems = [still];
     }
     pick.title = `PRISM: functions for "${description}"`
-      + (refining ? ` (refining with the local model: ${refining})` : '');
+      + (refining ? ` (refining with the local model: ${refining})` : '')
+      + (found.some((f) => f.fromPartialIndex) ? ' (indexing: only the files parsed so far are searched)' : '');
   };
 
   return new Promise((resolve) => {

@@ -53,6 +53,8 @@ export interface FoundFunction {
   reason: string;
   kind?: 'function' | 'method' | 'class' | 'file';
   scores?: Record<string, number>;
+  // Ranked over the files parsed so far, while the folder's first index is built.
+  fromPartialIndex?: boolean;
 }
 
 export type IndexState = 'opening' | 'indexing' | 'embedding' | 'idle' | 'paused' | 'failed' | 'stopped';

@@ -499,6 +499,8 @@ def status(ls: PrismServer, *arguments: Any) -> dict[str, Any]:
         "files": sum(f["files"] for f in folders),
         "functions": sum(f["functions"] for f in folders),
         "embeddings": {key: sum(f["embeddings"][key] for f in folders) for key in ("done", "total")},
+        # Set while a folder's first index is built: the files find already searches.
+        "searchable": _summed([f["searchable"] for f in folders if f["searchable"]]),
         "notes": {"state": commands.overall_notes_state([f["notes"].get("state") for f in folders]),
                   **{key: sum(f["notes"][key] for f in folders) for key in ("done", "total")}},
         "cacheDir": folders[0]["cacheDir"] if folders else None,
@@ -515,6 +517,10 @@ def status(ls: PrismServer, *arguments: Any) -> dict[str, Any]:
         "settings": ls.settings.to_json(),
         "workspaces": folders,
     }
+
+
+def _summed(counts: list[dict[str, int]]) -> dict[str, int] | None:
+    return {key: sum(c[key] for c in counts) for key in ("files", "total")} if counts else None
 
 
 @SERVER.command(commands.COMPLETION_CONTEXT)

@@ -107,6 +107,7 @@ def found_json(found: Found, codec: PositionCodec) -> dict[str, Any]:
         "kind": f.kind,
         "scores": f.scores,
         "fromSavedIndex": found.from_saved,
+        "fromPartialIndex": found.from_partial,
     }
 
 

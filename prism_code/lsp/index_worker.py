@@ -24,6 +24,7 @@ from prism_code.config import IndexConfig
 from prism_code.embeddings import VectorCache
 from prism_code.index import RepoIndex
 from prism_code.lsp import heap
+from prism_code.lsp.first_index_find import FirstIndexFind
 from prism_code.lsp.lean_embedder import LeanEmbedder
 from prism_code.lsp.saved_find import SavedFind
 from prism_code.lsp.settings import Settings
@@ -90,6 +91,9 @@ class IndexWorker:
         # Until the first update has built find's corpus, finds are answered from the saved
         # lexical index when it is current (lsp/saved_find.py); `loaded` says that is over.
         self.saved_find = SavedFind(root, self._config(), settings.cache_dir)
+        # With neither an index nor a saved copy, the first index's files answer as they
+        # are parsed (lsp/first_index_find.py), until it publishes.
+        self.first_find: FirstIndexFind | None = None
         self.loaded = False
         self._embedder: Embedder | None = None
         # Unsaved editor text by workspace-relative path; replaced whole under _buffers_lock so
@@ -214,6 +218,7 @@ class IndexWorker:
             self._work(progress, visible)
         self.state = STOPPED
         self.saved_find.close()
+        self._close_first_find()
         self._notes.close()
         if self.index is not None:
             self.index.close()
@@ -236,7 +241,11 @@ class IndexWorker:
             heap.settle()
             start, end = _STAGES.get(stage, (0, 100))
             share = done / total if total else 1.0
-            progress.report(stage, f"{stage} {done}/{total}", start + (end - start) * share)
+            first = self.first_find
+            searchable = first.searchable[0] if first is not None else 0
+            # The count comes first: the extension's status bar shows the first "n/m".
+            message = f"{stage} {done}/{total}" + (f"; find searches {searchable} files" if searchable else "")
+            progress.report(stage, message, start + (end - start) * share)
 
         try:
             index = self.index
@@ -250,13 +259,19 @@ class IndexWorker:
             self.state = INDEXING
             # Files and fragments are published first, so search and completion see an edit
             # at once; relations follow, and a newer edit interrupts them (its update finishes them).
-            summary = index.update(progress=report, cancelled=self._interrupted, relations=False)
+            if not self.loaded and not index.lines and self.first_find is None:
+                self.first_find = FirstIndexFind(self.root.name)
+            with self._buffers_lock:
+                opened = list(self._buffers)
+            summary = index.update(progress=report, cancelled=self._interrupted, relations=False,
+                                   opened=opened, sink=self.first_find if not self.loaded else None)
             log.log(logging.INFO if visible else logging.DEBUG, "%s: indexed %s",
                     self.root.name, summary.line())
             if not self.loaded:
                 self._build_corpus()
                 self.loaded = True
                 self.saved_find.close()
+                self._close_first_find()
             index.finish_relations(report, cancelled=self._superseded)
             self.state = EMBEDDING
             self._embed(report)
@@ -307,6 +322,11 @@ class IndexWorker:
                       self.root.name, exc)
             return
         self.schedule(visible=True)
+
+    def _close_first_find(self) -> None:
+        first, self.first_find = self.first_find, None
+        if first is not None:
+            first.close()
 
     def _config(self) -> IndexConfig:
         s = self.settings

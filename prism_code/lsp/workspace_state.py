@@ -50,6 +50,8 @@ class Found:
     root: Path
     last_line: str  # text of the definition's last line, to end the range at its end
     from_saved: bool = False  # ranked from the saved lexical index while the index loaded
+    # Ranked over only the files parsed so far, while the folder's first index is built.
+    from_partial: bool = False
 
 
 class WorkspaceState(IndexWorker):
@@ -98,6 +100,10 @@ class WorkspaceState(IndexWorker):
             saved = self.saved_find.search(request)
             if saved is not None:
                 return [Found(r, self.root, line, from_saved=True) for r, line in saved]
+            first = self.first_find
+            partial = first.search(request) if first is not None else None
+            if partial is not None:
+                return [Found(r, self.root, line, from_partial=True) for r, line in partial]
         index, finder = self.index, self._finder
         if index is None or finder is None:
             return []
@@ -181,12 +187,22 @@ class WorkspaceState(IndexWorker):
             "files": len(index.lines) if index is not None else 0,
             "functions": functions,
             "embeddings": {"done": done, "total": total},
+            # While a first index is built: how many of its files find already searches.
+            "searchable": self._searchable(),
             "notes": {"done": self.noted[0], "total": self.noted[1]},
             "unsavedBuffers": self.unsaved,
             "hoverBuffers": self.parsed_buffers.stats(),
             "index": str(index.store.path) if index is not None else None,
             "cacheDir": str(cache),
         }
+
+    def _searchable(self) -> dict[str, int] | None:
+        first = self.first_find
+        if first is None:
+            return None
+        files, total = first.searchable
+        return {"files": files, "total": total}
+
 
 def _line(index: RepoIndex, path: str, line: int) -> str:
     lines = index.lines.get(path, [])
