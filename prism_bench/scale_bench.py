@@ -64,6 +64,7 @@ class ScaleRun:
     saved_copy_mib: float  # the saved lexical index (and vector files) beside it
     finds: list[tuple[str, ChildRun]]
     server: ServerRun
+    cold_server: ServerRun | None = None  # the server opening the folder with no index at all
     embed: ChildRun | None = None
     embedded: int = 0
     load: list[str] = field(default_factory=list)  # load average before and after
@@ -151,8 +152,10 @@ def run(repo: Path, embeddings: bool = False, queries: Sequence[str] = QUERIES) 
             embed = run_child(_cli("index", str(repo), "--json"), env)
             embedded = int(json.loads(embed.stdout.strip().splitlines()[-1])["embedded"])
         server = asyncio.run(measure(repo, cache, queries))
+        cold_server = asyncio.run(measure(repo, Path(scratch) / "cold-cache", queries))
         load.append(load_average())
-    return ScaleRun(str(repo), index, summary, database_mib, saved_mib, finds, server, embed, embedded, load)
+    return ScaleRun(str(repo), index, summary, database_mib, saved_mib, finds, server, cold_server, embed, embedded,
+                    load)
 
 
 def materialise_sdist(package: str = SCALE_PACKAGE, version: str = SCALE_VERSION,
@@ -224,4 +227,15 @@ def markdown(r: ScaleRun, command: str) -> str:
         f"{max(v.find_ms, default=0.0):.1f} ms |",
         f"| server: RSS at the end / peak | {v.rss_end_mib:.0f} / {v.rss_peak_mib:.0f} MiB |",
     ]
+    if (c := r.cold_server) is not None:
+        source = ("from the files parsed so far" if c.first_from_partial else
+                  "from the saved lexical index" if c.first_from_saved else "from the published index")
+        lines += [
+            f"| server, folder never indexed: first find with results | {c.first_results_s:.2f} s after sending "
+            f"`initialize` ({c.empty_answers} empty answers before, the first at {c.first_answer_s:.2f} s; "
+            f"{source}; top 3 {', '.join(c.first_top)}) |",
+            f"| server, folder never indexed: index published (state `{c.state_loaded}`) | {c.loaded_s:.1f} s; "
+            f"find p50 / max after {c.find_p50_ms:.1f} / {max(c.find_ms, default=0.0):.1f} ms; "
+            f"RSS peak {c.rss_peak_mib:.0f} MiB |",
+        ]
     return "\n".join(lines)

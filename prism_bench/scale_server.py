@@ -45,6 +45,8 @@ class ServerRun:
     find_ms: list[float]  # finds once loaded
     rss_end_mib: float
     rss_peak_mib: float
+    # ... from the files parsed so far, the folder's first index still being built
+    first_from_partial: bool = False
 
     @property
     def find_p50_ms(self) -> float:
@@ -118,6 +120,7 @@ async def measure(repo: Path, cache_dir: Path, queries: Sequence[str]) -> Server
             run = ServerRun(
                 initialize_s=initialize_s, first_answer_s=first_answer_s, first_results_s=at,
                 empty_answers=empty, first_from_saved=bool(results[0].get("fromSavedIndex")),
+                first_from_partial=bool(results[0].get("fromPartialIndex")),
                 first_top=[str(r.get("qualname")) for r in results[:3]], rss_first_results_mib=rss_first,
                 loaded_s=loaded_s, state_loaded=states[0] if states else "unknown", find_ms=latencies,
                 rss_end_mib=_rss_mib(server.pid, "VmRSS"), rss_peak_mib=_rss_mib(server.pid, "VmHWM"))

@@ -30,10 +30,15 @@ def test_the_scale_bench_measures_every_step_on_a_small_tree(tmp_path: Path) -> 
     assert len(server.find_ms) == 3 * len(scale_bench.QUERIES)
     assert 0 < server.rss_first_results_mib <= server.rss_peak_mib
 
+    cold = result.cold_server
+    assert cold is not None and cold.first_top[0] == "determinant"
+    assert not cold.first_from_saved  # nothing was saved in its cache: the first index answered
+
     text = scale_bench.markdown(result, "prism-code bench scale --repo scale_mini --embeddings")
     assert text.startswith("Command: `prism-code bench scale --repo scale_mini --embeddings`")
     for row in ("`index --no-embeddings`, cold", "index on disk", "CLI `find` cold", "`index` (embeddings)",
                 "vectors/s", "server: first find with results", "server: RSS at that answer",
-                "server: find p50 / max once loaded", "server: RSS at the end / peak"):
+                "server: find p50 / max once loaded", "server: RSS at the end / peak",
+                "server, folder never indexed: first find with results"):
         assert row in text, row
     assert text.count("CLI `find` cold") == 3
