@@ -26,7 +26,7 @@ import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,6 +47,7 @@ from prism_code.graph import CodeGraph
 from prism_code.parse import PARSER_VERSION, language_for_path
 from prism_code.parse.model import Definition, ParsedFile
 from prism_code.parse_pool import decode, open_first, parsed_files
+from prism_code.related_sets import RelatedSets
 from prism_code.relation_update import (
     FULL_RECOMPUTE_SHARE,
     Dirty,
@@ -125,7 +126,7 @@ class IndexSnapshot:
     generation: int
     lines: dict[str, list[str]]
     fragments: dict[str, Fragment]
-    related: dict[str, list[tuple[str, float]]]
+    related: Mapping[str, list[tuple[str, float]]]
     parsed: dict[str, ParsedFile]
 
     def definition(self, path: str, qualname: str) -> Definition | None:
@@ -166,7 +167,7 @@ class _Stored:
     graph: CodeGraph
     lines: dict[str, list[str]]
     fragments: dict[str, Fragment]
-    related: dict[str, list[tuple[str, float]]]
+    related: RelatedSets
     dirty: Dirty
 
 
@@ -182,7 +183,7 @@ class RepoIndex:
         self.graph = CodeGraph()
         self.lines: dict[str, list[str]] = {}
         self.fragments: dict[str, Fragment] = {}
-        self.related: dict[str, list[tuple[str, float]]] = {}
+        self.related = RelatedSets()
         # Published with `fragments`: a status poll should not walk them.
         self.function_count = 0
         self.generation = 0  # bumped on every change so derived caches know to rebuild
@@ -507,7 +508,7 @@ class RepoIndex:
             graph, touched = self._updated_graph(parsed, removed, changed_paths, everything)
             lines = dict(self.lines)
             fragments = dict(self.fragments)
-            related = dict(self.related)
+            related = self.related.copy()
             for path in removed:
                 lines.pop(path, None)
             for key in old_fragments:
@@ -586,7 +587,7 @@ class RepoIndex:
             owed = self._dirty
             if not owed:
                 return 0
-            related = dict(self.related)
+            related = self.related.copy()
             full, patch = planned(owed, self.fragments, related, self.graph, self.config)
             recomputed, changed_rows = recompute(self.graph, self.config, self.fragments, related, full,
                                                  owed.changed, report, cancelled)

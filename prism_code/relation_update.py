@@ -19,11 +19,12 @@ from prism_code.cancel import CancelCheck, Cancelled
 from prism_code.config import IndexConfig
 from prism_code.fragments import FUNCTION, WINDOW, Fragment
 from prism_code.graph import CodeGraph
+from prism_code.related_sets import Pairs, RelatedSets
 from prism_code.relation_pool import RelationJob, file_groups, ranked_groups, worker_count
 from prism_code.relations import Ranked, RelationCorpus, StrengthTable, split_rows
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
-RelatedSets = dict[str, list[tuple[str, float]]]  # fragment key -> (related key, weight), strongest first
+RelatedRows = dict[str, Pairs]  # some fragments' related sets, as plain lists
 
 # When more than this share of fragments is affected, one full pass is cheaper.
 FULL_RECOMPUTE_SHARE = 0.5
@@ -78,21 +79,21 @@ def planned(owed: Dirty, fragments: dict[str, Fragment], related: RelatedSets, g
         full |= {k for k, f in fragments.items() if any(n in near for n, _ in f.nodes)}
     patch: set[str] = set()
     if owed.changed and len(full) < len(fragments):
-        for key, row in related.items():
-            if key not in full and any(k in owed.changed for k, _ in row):
-                if len(row) >= config.related_per_fragment:
+        for key, members in related.members():
+            if key not in full and any(k in owed.changed for k in members):
+                if len(members) >= config.related_per_fragment:
                     full.add(key)
                 else:
                     patch.add(key)
     return full, patch
 
 
-def patched(related: RelatedSets, patch: set[str], changed_rows: RelatedSets, recomputed: set[str],
+def patched(related: RelatedSets, patch: set[str], changed_rows: RelatedRows, recomputed: set[str],
             changed: set[str], top_k: int) -> set[str]:
     # `recomputed`: the keys `recompute` was asked for; their sets are new already.
     """Swap, in `related`, the changed fragments' entries of the sets not recomputed for their
     new weights (read from the changed fragments' own rows); returns the keys patched."""
-    incoming: RelatedSets = {key: [] for key in patch}
+    incoming: RelatedRows = {key: [] for key in patch}
     for key, pairs in changed_rows.items():
         for other, weight in pairs:
             if other not in recomputed:
@@ -106,7 +107,7 @@ def patched(related: RelatedSets, patch: set[str], changed_rows: RelatedSets, re
 
 def recompute(graph: CodeGraph, config: IndexConfig, fragments: dict[str, Fragment], related: RelatedSets,
               keys: set[str], changed: set[str], report: Progress,
-              cancelled: CancelCheck | None) -> tuple[set[str], RelatedSets]:
+              cancelled: CancelCheck | None) -> tuple[set[str], RelatedRows]:
     """Recompute, in `related`, the related sets of the fragments `keys` names; also
     returns every relation (not only the strongest) of those that are in `changed`."""
     plans = []
@@ -126,7 +127,7 @@ def recompute(graph: CodeGraph, config: IndexConfig, fragments: dict[str, Fragme
     total = sum(len(rows) for _, _, rows in plans)
     groups = file_groups([corpus for _, corpus, _ in plans], [rows for _, _, rows in plans])
     recomputed: set[str] = set()
-    changed_rows: RelatedSets = {}
+    changed_rows: RelatedRows = {}
     _check(cancelled)
     report("relations", 0, total)
     done = 0

@@ -10,6 +10,7 @@ import numpy as np
 
 from prism_code.fragments import Fragment
 from prism_code.parse.model import Definition, ParsedFile
+from prism_code.related_sets import RelatedSets
 from prism_code.store.database import Database
 from prism_code.store.packing import unpacked
 from prism_code.store.parsed_json import parsed_from_json
@@ -29,20 +30,27 @@ class IndexReads(Database):
             yield path, text, parsed_from_json(path, unpacked(parsed))
 
     def load_fragments(self) -> list[Fragment]:
+        # A graph node is owned by many windows and a function: one string for all of them.
+        names: dict[str, str] = {}
         return [Fragment(path, kind, start, end, qualname, position,
-                         tuple((n, c) for n, c in json.loads(nodes)))
+                         tuple((names.setdefault(n, n), c) for n, c in json.loads(nodes)))
                 for path, kind, start, end, qualname, position, nodes in self.db.execute(
                     "SELECT path, kind, start_line, end_line, qualname, position, nodes FROM fragments")]
 
-    def load_relations(self) -> dict[str, list[tuple[str, float]]]:
+    def load_relations(self) -> RelatedSets:
         # Each key is decoded once per set that lists it (24 sets on average), and weights
         # (6 decimals) repeat: one shared object per key and per weight instead (on sympy
         # 2.6 million strings and floats fewer, ~230 MB).
         keys: dict[str, str] = {}
         weights: dict[float, float] = {}
-        return {keys.setdefault(key, key): [(keys.setdefault(other, other), weights.setdefault(weight, weight))
-                                           for other, weight in json.loads(unpacked(related))]
-                for key, related in self.db.execute("SELECT key, related FROM relations")}
+
+        def row(key: str, related: bytes | str) -> tuple[str, tuple[str, ...], tuple[float, ...]]:
+            pairs = json.loads(unpacked(related))
+            return (keys.setdefault(key, key), tuple(keys.setdefault(other, other) for other, _ in pairs),
+                    tuple(weights.setdefault(weight, weight) for _, weight in pairs))
+
+        return RelatedSets.of_members(row(key, related) for key, related in
+                                      self.db.execute("SELECT key, related FROM relations"))
 
     def dirty(self) -> tuple[set[str], set[str], set[str]]:
         """The relation work an update still owes (see RepoIndex.finish_relations):
