@@ -101,6 +101,9 @@ def _linestart_arguments(p: argparse.ArgumentParser) -> None:
                    help="with --confidence: the rule's margin chosen on the tuning half, reported with intervals")
     p.add_argument("--tag", metavar="WORD",
                    help="append to the section's name (a partial run beside a complete one: it keeps both)")
+    p.add_argument("--after-enter", action="store_true",
+                   help="instead: time the product's first suggestion after Enter at the split's line starts "
+                        "(--limit of them, default 30), the line above completed first as the last keystroke")
     add_threads(p, default=1)
     add_write(p)
 
@@ -108,6 +111,13 @@ def _linestart_arguments(p: argparse.ArgumentParser) -> None:
 def _run_linestart(args: argparse.Namespace, command: str) -> Iterator[Section]:
     from prism_bench import linestart
 
+    if args.after_enter:
+        from prism_bench import linestart_latency
+
+        latency = linestart_latency.run(args.model, args.split, args.limit or 30, args.threads)
+        yield Section(f"linestart-after-enter-{args.split}-{args.model}-{args.threads}t",
+                      linestart_latency.markdown(latency, command))
+        return
     modes = chosen_modes(args.modes, linestart.MODES, list(linestart.DEFAULT_MODES))
     if args.diff and (len(args.diff) != 2 or not set(args.diff) <= set(modes)):
         raise ValueError("--diff takes two of the modes run, e.g. --diff product,plain")

@@ -259,3 +259,17 @@ def test_a_wrong_line_start_is_told_apart_by_what_the_model_wrote_instead():
     assert classify(task, outcome('self.history.append(("receive", warehouse, sku, quantity))'), FIXTURE) == "next line"
     assert classify(task, outcome("if warehouse not in self.warehouses:"), FIXTURE) == "line above"
     assert classify(task, outcome("self.on_hand[sku] += quantity"), FIXTURE) == "other"
+
+
+def test_before_enter_the_line_is_not_there_and_the_cursor_ends_the_line_above():
+    from prism_bench.linestart_latency import before_enter
+
+    want = "        self.on_hand[warehouse, sku] += quantity"
+    task = linestart_data.LinestartTask("shop/indent/0", "shop", "shop/inventory.py", 18, 9, "indent", want)
+    lines = (FIXTURE / task.path).read_text(encoding="utf-8").split("\n")
+    text, line, col = before_enter(task, FIXTURE)
+    assert text.split("\n") == lines[:17] + lines[18:]
+    assert (line, col) == (17, len(lines[16]) + 1)
+    # Enter there gives the task's own file: the line above, then the new line's indentation.
+    prefix, _ = split_at_cursor(text, line, col)
+    assert prefix + "\n" + task.typed == split_at_cursor(task.blanked(FIXTURE), task.line, task.col)[0]
