@@ -114,8 +114,10 @@ def _run_linestart(args: argparse.Namespace, command: str) -> Iterator[Section]:
     if args.after_enter:
         from prism_bench import linestart_latency
 
-        latency = linestart_latency.run(args.model, args.split, args.limit or 30, args.threads)
-        yield Section(f"linestart-after-enter-{args.split}-{args.model}-{args.threads}t",
+        mode = chosen_modes(args.modes, linestart.MODES, [linestart.PRODUCT])[0]
+        latency = linestart_latency.run(args.model, args.split, args.limit or 30, args.threads, mode)
+        yield Section(f"linestart-after-enter-{args.split}-{args.model}-{args.threads}t"
+                      + ("" if mode == linestart.PRODUCT else "-" + "-".join(mode.replace(":", "").split())),
                       linestart_latency.markdown(latency, command))
         return
     modes = chosen_modes(args.modes, linestart.MODES, list(linestart.DEFAULT_MODES))

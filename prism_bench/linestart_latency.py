@@ -14,12 +14,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from prism_bench.linestart import _PRODUCT, _Project
+from prism_bench.linestart import MODES, PRODUCT, _Project
 from prism_bench.linestart_data import PROJECTS, LinestartTask, default_cache_dir, load_set, materialise, split_of
 from prism_bench.lsp_subprocess import load_average
 from prism_bench.machine_speed import MachineSpeed, measure
 from prism_bench.task_runs import spread
 from prism_code.llm import LlamaSession
+from prism_code.tasks.complete import CompletionSettings
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,7 @@ class EnterLatency:
     model: str
     threads: int
     split: str
+    mode: str
     timings: list[EnterTiming] = field(default_factory=list)
     speed: MachineSpeed | None = None
     load: list[str] = field(default_factory=list)
@@ -49,11 +51,15 @@ def before_enter(task: LinestartTask, root: Path) -> tuple[str, int, int]:
     return "\n".join(lines[:task.line - 1] + lines[task.line:]), task.line - 1, len(above) + 1
 
 
-def run(model: str, split: str = "test", limit: int | None = 30, threads: int = 1) -> EnterLatency:
+def run(model: str, split: str = "test", limit: int | None = 30, threads: int = 1,
+        mode: str = PRODUCT) -> EnterLatency:
     tasks = spread([t for t in load_set() if t.kind == "indent" and (split == "all" or split_of(t) == split)
                     and t.line > 1], limit)
     cache = default_cache_dir()
-    result = EnterLatency(model, threads, split, load=[load_average()])
+    settings = MODES[mode]
+    if not isinstance(settings, CompletionSettings):
+        raise ValueError(f"{mode} is a baseline prompt, not the product's: it keeps no cache to time")
+    result = EnterLatency(model, threads, split, mode, load=[load_average()])
     session = LlamaSession.open(model, n_threads=threads)
     try:
         result.speed = measure(session)
@@ -63,7 +69,7 @@ def run(model: str, split: str = "test", limit: int | None = 30, threads: int = 
                 continue
             root = materialise(project, cache)
             with _Project(root, cache, session) as runner:
-                completer = runner.completer("product", _PRODUCT)
+                completer = runner.completer(mode, settings)
                 for task in todo:
                     text, line, col = before_enter(task, root)
                     before = completer.complete(task.path, text, line, col)
@@ -88,8 +94,8 @@ def markdown(r: EnterLatency, command: str) -> str:
     return "\n".join([
         f"Command: `{command}`",
         "",
-        f"Model {r.model}, {r.threads} thread(s); {len(r.timings)} line starts of the {r.split} half, each "
-        "completed at the end of the line above (the last keystroke before Enter), then at the new line's "
+        f"Mode {r.mode}, model {r.model}, {r.threads} thread(s); {len(r.timings)} line starts of the {r.split} "
+        "half, each completed at the end of the line above (the last keystroke before Enter), then at the new line's "
         f"indentation (timed). {r.speed.sentence() if r.speed is not None else ''} Load average {r.load[0]} "
         f"before, {r.load[-1]} after.",
         "",

@@ -75,6 +75,12 @@ class FimLayout:
     # out and the model writes it (module doc); False: it is typed text like any other,
     # opening the middle, its last token healed.
     hold_indent: bool = True
+    # With typed_in_middle, the middle also opens with the lines between the last multiple of
+    # this many lines and the cursor's line, so that Enter appends the finished line to the
+    # middle instead of moving it into the prefix (which shifts the suffix after it: ~250
+    # tokens evaluated again, 3.8 s p50 after Enter on this host; docs/benchmarks.md). None:
+    # the hole starts at the cursor's line.
+    middle_step_lines: int | None = None
 
 
 PLAIN_LAYOUT = FimLayout(repo_markers=False, typed_in_middle=False, heal=False)
@@ -235,12 +241,16 @@ def build_prompt(tok: Tokenizer, repo_name: str, path: str, prefix: str, suffix:
     # The cursor's line is tokenized on its own so that typing in it never changes the
     # tokens of the lines above, which stay in the KV cache.
     earlier, newline, current = prefix.rpartition("\n")
-    head = _tail_lines(tok.tokenize_text, earlier + "\n", budget.prefix_tokens,
-                       budget.prefix_lines, budget.align_head) if newline else []
+    kept, opening = _middle_opening(earlier, layout.middle_step_lines) if newline else (None, "")
+    head = _tail_lines(tok.tokenize_text, kept + "\n", budget.prefix_tokens,
+                       budget.prefix_lines, budget.align_head) if kept is not None else []
     tokens = [*stable, tok.special_token("<|fim_prefix|>"), *head,
               tok.special_token("<|fim_suffix|>"),
               *_head_lines(tok.tokenize_text, suffix, budget.suffix_tokens, budget.suffix_lines),
               tok.special_token("<|fim_middle|>")]
+    # The lines that open the middle are tokenized apart from the cursor's line, as the lines
+    # above are, so typing on the cursor's line leaves them cached.
+    tokens += tok.tokenize_text(opening) if opening else []
     line_start = len(tokens)
     held = None if current.strip() or not layout.hold_indent else current
     heal = ""
@@ -249,6 +259,22 @@ def build_prompt(tok: Tokenizer, repo_name: str, path: str, prefix: str, suffix:
         tokens += typed
     return FimPrompt(stable=stable, tokens=tokens, context=[label for label, _ in chosen],
                      line_start=line_start, held_indent=held, heal=heal)
+
+
+def _middle_opening(earlier: str, step: int | None) -> tuple[str | None, str]:
+    """(the lines above that stay in the prefix, None when none do; the lines that open the
+    middle, ending in a newline) for a cursor on the line after `earlier`'s last: the middle
+    opens on the last line number that is a multiple of `step` (the cursor's own line when
+    it is one)."""
+    if step is None:
+        return earlier, ""
+    lines = earlier.split("\n")
+    cursor_index = len(lines)  # 0-based line of the cursor
+    anchor = cursor_index - cursor_index % step
+    if anchor >= cursor_index:
+        return earlier, ""
+    kept = "\n".join(lines[:anchor]) if anchor else None
+    return kept, "\n".join(lines[anchor:]) + "\n"
 
 
 def _prompt_with_hole_at_cursor(tok: Tokenizer, stable: list[int], chosen: list[tuple[str, list[int]]],
