@@ -29,7 +29,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("graph", ("prism_code.graph", "prism_code.call_resolution", "prism_code.call_index", "prism_code.call_values",
                "prism_code.call_chain", "prism_code.call_conservative", "prism_code.js_builtins")),
     ("store", ("prism_code.workspace", "prism_code.git_files", "prism_code.safe_read", "prism_code.fragments",
-               "prism_code.worker_pool", "prism_code.parse_pool", "prism_code.relations",
+               "prism_code.worker_pool", "prism_code.parse_pool", "prism_code.relations", "prism_code.related_sets",
                "prism_code.relation_pool", "prism_code.relation_update", "prism_code.store", "prism_code.index",
                "prism_code.file_order")),
     ("retrieval, llm", ("prism_code.retrieval", "prism_code.embeddings", "prism_code.llm")),
