@@ -173,8 +173,8 @@ def _int8_models(work: Path) -> tuple[Path, Path]:
     return per_tensor, per_channel
 
 
-def _time_shipped(texts: Sequence[str], threads: int) -> tuple[np.ndarray, float]:
-    embedder = dense.Embedder(threads=threads)
+def _time_shipped(texts: Sequence[str], threads: int, int8_matmul: bool = False) -> tuple[np.ndarray, float]:
+    embedder = dense.Embedder(threads=threads, int8_matmul=int8_matmul)
     embedder.embed(["warm up"])
     t0 = time.perf_counter()
     vectors = embedder.embed(texts)
@@ -190,7 +190,9 @@ def time_all(sample: Path, limit: int | None, only: list[str], report: Callable[
     report(f"{len(texts)} texts, {sum(map(len, texts)) / len(texts):.0f} chars on average, "
            f"load {os.getloadavg()[0]:.2f}")
     reference, seconds = _time_shipped(texts, threads or 2)
-    report(f"Embedder.embed as shipped: {len(texts) / seconds:.1f} vectors/s ({seconds:.1f} s)")
+    report(f"Embedder.embed, float model: {len(texts) / seconds:.1f} vectors/s ({seconds:.1f} s)")
+    _, seconds = _time_shipped(texts, threads or 2, int8_matmul=True)
+    report(f"Embedder.embed, int8 MatMul (the default): {len(texts) / seconds:.1f} vectors/s ({seconds:.1f} s)")
     with tempfile.TemporaryDirectory(prefix="embed-speed-") as work:
         models = _int8_models(Path(work))
         for variant in variants(*models):

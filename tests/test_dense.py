@@ -50,7 +50,8 @@ def test_long_text_is_truncated_not_rejected(embedder):
 def test_progress_and_cancel(embedder):
     seen = []
     embedder.embed(["a", "b", "c"], batch_size=2, progress=lambda done, total: seen.append((done, total)))
-    assert seen == [(2, 3), (3, 3)]
+    # the int8 model embeds one text per call (its vectors would depend on the batch)
+    assert seen == ([(1, 3), (2, 3), (3, 3)] if embedder.int8_matmul else [(2, 3), (3, 3)])
     calls = []
 
     def cancelled():

@@ -49,3 +49,46 @@ def test_int8_vectors_keep_the_float_model_s_meaning(int8_embedder):
 def test_int8_vectors_are_cached_under_their_own_model_id(int8_embedder):
     assert int8_embedder.model_id != Embedder(int8_matmul=False).model_id
     assert int8_embedder.model_id.endswith("+int8mm")
+
+
+def test_find_embeds_with_the_int8_model_by_default():
+    assert Embedder().model_id.endswith("+int8mm")
+
+
+def test_an_index_of_float_vectors_is_re_embedded_not_mixed(tmp_path, int8_embedder):
+    from prism_code.embeddings import VectorCache
+    from prism_code.store.index_store import Store
+
+    store = Store(tmp_path / "index.sqlite")
+    floats = VectorCache(store, Embedder(threads=1, int8_matmul=False))
+    assert floats.fill(TEXTS) == len(TEXTS)  # an index written before int8 became the default
+    ints = VectorCache(store, int8_embedder)
+    assert ints.matrix(TEXTS) is None  # no float vector is served to an int8 query
+    assert ints.missing(TEXTS) == TEXTS
+    assert ints.fill(TEXTS) == len(TEXTS)
+    matrix = ints.matrix(TEXTS)
+    assert matrix is not None
+    np.testing.assert_allclose(matrix, int8_embedder.embed(TEXTS), atol=1e-6)
+
+
+def test_a_derived_model_that_disagrees_is_not_kept(tmp_path):
+    ort = dense._import_onnxruntime()
+    source, sha256, _ = dense._model_file()
+
+    def reject(built):
+        raise dense.ModelUnavailable("disagrees")
+
+    with pytest.raises(dense.ModelUnavailable):
+        ensure_int8_model(ort, source, sha256, tmp_path, check=reject)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_build_is_checked_against_the_shipped_model(tmp_path):
+    from tokenizers import Tokenizer
+
+    ort = dense._import_onnxruntime()
+    source, sha256, _ = dense._model_file()
+    tokenizer = Tokenizer.from_file(str(dense._tokenizer_file()))
+    tokenizer.no_padding()  # as the Embedder sets it
+    built = ensure_int8_model(ort, source, sha256, tmp_path)
+    dense._check_int8(ort, source, built, tokenizer)  # raises if the vectors disagree

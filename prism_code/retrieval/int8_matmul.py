@@ -13,6 +13,7 @@ import logging
 import os
 import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,9 +29,11 @@ def derived_model_path(models_dir: Path, source_sha256: str) -> Path:
     return models_dir / f"minilm-{VARIANT}-{source_sha256[:16]}.onnx"
 
 
-def ensure_int8_model(ort: Any, source: Path, source_sha256: str, models_dir: Path) -> Path:
+def ensure_int8_model(ort: Any, source: Path, source_sha256: str, models_dir: Path,
+                      check: Callable[[Path], None] | None = None) -> Path:
     """The int8-MatMul model derived from `source` (whose sha256 was verified), built on first
-    use; written under a temporary name and renamed, so a reader never sees half a file."""
+    use; written under a temporary name and renamed, so a reader never sees half a file.
+    `check(built)` raises if the built file is not fit to use; it is then never kept."""
     target = derived_model_path(models_dir, source_sha256)
     with _build_lock:
         if target.is_file():
@@ -48,6 +51,8 @@ def ensure_int8_model(ort: Any, source: Path, source_sha256: str, models_dir: Pa
             ort.InferenceSession(str(source), sess_options=options, providers=["CPUExecutionProvider"])
             built = Path(work) / "int8.onnx"
             quantize_dynamic(str(folded), str(built), weight_type=QuantType.QInt8, per_channel=True)
+            if check is not None:
+                check(built)
             os.replace(built, target)
         log.info("derived the int8-MatMul embedding model %s", target)
         return target
