@@ -92,3 +92,36 @@ def test_the_build_is_checked_against_the_shipped_model(tmp_path):
     tokenizer.no_padding()  # as the Embedder sets it
     built = ensure_int8_model(ort, source, sha256, tmp_path)
     dense._check_int8(ort, source, built, tokenizer)  # raises if the vectors disagree
+
+
+def test_the_build_is_onnxruntime_s_dynamic_quantization_without_its_socket(tmp_path, monkeypatch):
+    """int8_quantize.py writes quantize_dynamic's graph and numbers without calling it (it
+    names a temporary file with uuid1, and libuuid opens an AF_INET socket to read the MAC)."""
+    import uuid
+
+    import onnx
+    from onnx import numpy_helper
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    ort = dense._import_onnxruntime()
+    source, sha256, _ = dense._model_file()
+    ours = ensure_int8_model(ort, source, sha256, tmp_path)
+    folded = tmp_path / "folded.onnx"
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    options.optimized_model_filepath = str(folded)
+    ort.InferenceSession(str(source), sess_options=options, providers=["CPUExecutionProvider"])
+    reference = tmp_path / "reference.onnx"
+    # Only the reference's temporary file name: keeps this test process off the network too.
+    monkeypatch.setattr(uuid, "uuid1", uuid.uuid4)
+    quantize_dynamic(str(folded), str(reference), weight_type=QuantType.QInt8, per_channel=True)
+
+    graphs = [onnx.load(str(path)).graph for path in (ours, reference)]
+    nodes = [sorted((n.op_type, tuple(n.input), tuple(n.output)) for n in g.node) for g in graphs]
+    assert nodes[0] == nodes[1]
+    assert sum(op == "MatMulInteger" for op, _, _ in nodes[0]) == 36  # 6 per layer
+    weights = [{i.name: numpy_helper.to_array(i) for i in g.initializer} for g in graphs]
+    assert weights[0].keys() == weights[1].keys()
+    for name, ours_array in weights[0].items():
+        assert ours_array.dtype == weights[1][name].dtype, name
+        np.testing.assert_array_equal(ours_array, weights[1][name], err_msg=name)

@@ -2,9 +2,10 @@
 
 The shipped model stores its weights as int8 but multiplies in float32: onnxruntime folds
 each `Cast` + `Mul` back into a float weight when the session loads. Dynamic quantization
-(onnxruntime's `quantize_dynamic`, weights per output channel, activations per call) turns
-those MatMuls into MatMulInteger. The file is derived once from the verified shipped model
-and kept in the cache beside the other models; nothing is downloaded.
+(int8_quantize.py: onnxruntime's `quantize_dynamic` graph, weights per output channel,
+activations per call, without its uuid1 call that opened a socket) turns those MatMuls into
+MatMulInteger. The file is derived once from the verified shipped model and kept in the
+cache beside the other models; nothing is downloaded.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from prism_code.retrieval.int8_quantize import quantize_int8_file
 
 log = logging.getLogger(__name__)
 
@@ -38,19 +41,17 @@ def ensure_int8_model(ort: Any, source: Path, source_sha256: str, models_dir: Pa
     with _build_lock:
         if target.is_file():
             return target
-        from onnxruntime.quantization import QuantType, quantize_dynamic
-
         models_dir.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=models_dir, prefix=".int8-build-") as work:
             folded = Path(work) / "folded.onnx"
             # Basic optimizations only (constant folding): the file stays portable between
-            # CPUs, and the weights become initializers that quantize_dynamic can see.
+            # CPUs, and the weights become float initializers that can be quantized.
             options = ort.SessionOptions()
             options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
             options.optimized_model_filepath = str(folded)
             ort.InferenceSession(str(source), sess_options=options, providers=["CPUExecutionProvider"])
             built = Path(work) / "int8.onnx"
-            quantize_dynamic(str(folded), str(built), weight_type=QuantType.QInt8, per_channel=True)
+            quantize_int8_file(folded, built)
             if check is not None:
                 check(built)
             os.replace(built, target)
