@@ -48,6 +48,7 @@ from prism_code.retrieval.fusion import SHORT_QUERY_WORDS
 from prism_code.tasks.find_events import FindEvent, FindListener, Stage
 from prism_code.tasks.find_function import FoundFunction, FunctionSearch
 from prism_code.tasks.find_outcome import FindOutcome, answer_grammar, candidate_labels, parse_function_json
+from prism_code.tasks.find_ranking import spelled_parts, spelled_symbol
 from prism_code.tasks.find_settings import (
     EVIDENCE,
     SHORT_EVIDENCE,
@@ -188,9 +189,11 @@ def find_prism(session: ScoringBackend, search: FunctionSearch, description: str
     by_likelihood = settings.evidence == "likelihood"
     noted_n = min(settings.noted, len(pool)) if by_likelihood else len(pool)
     chunk = settings.noted_chunk if by_likelihood else settings.chunk_size
-    expand = bool(pool) and settings.expand_short_queries and len(description.split()) <= SHORT_QUERY_WORDS
+    named = named_first(description, pool[0]) if pool and by_likelihood else ""
+    expand = (bool(pool) and settings.expand_short_queries and len(description.split()) <= SHORT_QUERY_WORDS
+              and not named)
     # Progress counts the expansion, candidates scored, pass steps, then the answer.
-    scored_n = _model_scores(settings, description, len(pool)) if by_likelihood else 0
+    scored_n = _model_scores(settings, description, len(pool)) if by_likelihood and not named else 0
     query = _Query(session, description, settings, cancelled, on_event,
                    expand + scored_n + -(-noted_n // chunk) + 1, rankings or RankingStream(None))
     query.rankings.retrieval(pool + _beyond(retrieved, len(pool), top), scored_n)
@@ -212,7 +215,11 @@ def find_prism(session: ScoringBackend, search: FunctionSearch, description: str
         by_signature = (len(description.split()) <= SHORT_QUERY_WORDS
                         and settings.short_query_evidence == "signature")
         decide = _by_signature if by_signature else _by_likelihood
-        chosen = decide(query, search.index, candidates, LIKELIHOOD_CANDIDATES)
+        if named:
+            chosen = None
+            query.stats["chosen_by"] = f"retrieval: the query names retrieval's first ({named})"
+        else:
+            chosen = decide(query, search.index, candidates, LIKELIHOOD_CANDIDATES)
         # The pass then writes the reasons for the results the user reads first.
         noted = sorted(candidates, key=lambda c: c.key != chosen)[:noted_n]
         passed = _note(query, noted, chunk, state_cache, steps_before=scored_n)
@@ -225,6 +232,16 @@ def find_prism(session: ScoringBackend, search: FunctionSearch, description: str
     ranked = _ranked(candidates, query.stats["memory"], chosen, query.stats.get("likelihood"),
                      {c.key for c in noted}, query.stats.get("signature_pmi"))
     return FindOutcome(ranked + query.beyond, query.accounting, query.stats)
+
+
+def named_first(description: str, first: FoundFunction) -> str:
+    """Retrieval's first's name when the query is that name ("flat_hash_map", "Rails::Engine"),
+    else "". Such a query asks for the definition it spells and retrieval put it first by that
+    name; on semble's tune split (#27) the model's evidence only moved other candidates above it.
+    So prism keeps retrieval's own list (no expansion, no move) and only notes the first few.
+    Only a query of at most SYMBOL_QUERY_MAX_WORDS (4) words can name one: never a RepoQA
+    description (72 words and more) nor a docstring needle (6 to 40), so neither tuning changes."""
+    return spelled_symbol(first.qualname, spelled_parts(description))
 
 
 def _beyond(retrieved: list[FoundFunction], pool: int, top: int) -> list[FoundFunction]:
@@ -470,7 +487,7 @@ def _ranked(candidates: list[CandidateText], memory: dict[str, Any], chosen: str
     def with_reason(c: CandidateText, rank: int, reason: str) -> FoundFunction:
         f = c.found
         return FoundFunction(f.name, f.qualname, f.path, f.start_line, f.end_line, f.score,
-                             f"{reason}; retrieval rank {rank}")
+                             f"{reason}; retrieval rank {rank}", f.kind)
 
     ordered = sorted(range(len(candidates)), key=lambda i: candidates[i].key != chosen)
     out = []
