@@ -9,26 +9,21 @@ the tune split's outcomes and then run for real on the test split.
 from __future__ import annotations
 
 import json
-import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 from prism_bench.semble_data import Target
 from prism_bench.semble_scoring import mean_or_zero, ndcg_at_10
+from prism_code.tasks.find_ranking import spelled_parts, spelled_symbol
 
 Row = list[object]  # [path, start line, end line, key, kind]
 Rule = Callable[[dict[str, object]], list[Row]]
 
 
-def _name(key: str) -> str:
-    return key.rsplit("#", 1)[-1].rsplit(".", 1)[-1].rsplit(":", 1)[-1]
-
-
 def spells(query: str, key: str) -> bool:
-    """The query holds the definition's name as a word (case-insensitive)."""
-    name = _name(key)
-    return len(name) > 2 and re.search(rf"(?<![\w]){re.escape(name)}(?![\w])", query, re.IGNORECASE) is not None
+    """The query is the definition's name: find_prism's own test (spelled_parts, spelled_symbol)."""
+    return bool(spelled_symbol(key.split("#", 1)[-1], spelled_parts(query)))
 
 
 def pick(o: dict[str, object]) -> str | None:
@@ -81,6 +76,10 @@ RULES: dict[str, Rule] = {
     "strategy as run": _strategy,
     "pick moved to 1st of retrieval's list": lambda o: _moved(_retrieval(o), pick(o), 0),
     "pick moved to 2nd of retrieval's list": lambda o: _moved(_retrieval(o), pick(o), 1),
+    "strategy, unless the query names retrieval's first (kept)": lambda o: (
+        _retrieval(o) if _spelled(o) else _strategy(o)),
+    "strategy, unless retrieval's first is a class": lambda o: (
+        _retrieval(o) if _first_kind(o) == "class" else _strategy(o)),
     "strategy, unless retrieval's first is a class or spelled": lambda o: (
         _retrieval(o) if _first_kind(o) == "class" or _spelled(o) else _strategy(o)),
     "pick to 1st of retrieval's list, unless its first is a class or spelled": _gated,
@@ -93,10 +92,12 @@ def score(o: dict[str, object], rows: list[Row]) -> float:
     return ndcg_at_10([(str(r[0]), int(str(r[1])), int(str(r[2]))) for r in rows[:10]], targets)
 
 
-def main(path: str) -> None:
-    outcomes = [o for o in json.loads(Path(path).read_text(encoding="utf-8")).values() if o.get("targets")]
+def main(path: str, category: str = "") -> None:
+    outcomes = [o for o in json.loads(Path(path).read_text(encoding="utf-8")).values()
+                if o.get("targets") and category in ("", o["category"])]
     base = [score(o, _retrieval(o)) for o in outcomes]
-    print(f"{len(outcomes)} outcomes; moved {sum(pick(o) is not None for o in outcomes)}")
+    print(f"{len(outcomes)} outcomes; moved {sum(pick(o) is not None for o in outcomes)}; "
+          f"named {sum(_spelled(o) for o in outcomes)}; class first {sum(_first_kind(o) == 'class' for o in outcomes)}")
     for name, rule in RULES.items():
         got = [score(o, rule(o)) for o in outcomes]
         above = sum(g > b + 1e-9 for g, b in zip(got, base, strict=True))
@@ -105,4 +106,4 @@ def main(path: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(*sys.argv[1:3])
