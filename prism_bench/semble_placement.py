@@ -15,6 +15,7 @@ from pathlib import Path
 
 from prism_bench.semble_data import Target
 from prism_bench.semble_scoring import mean_or_zero, ndcg_at_10
+from prism_code.tasks.find_prism import is_question
 from prism_code.tasks.find_ranking import spelled_parts, spelled_symbol
 
 Row = list[object]  # [path, start line, end line, key, kind]
@@ -78,6 +79,10 @@ RULES: dict[str, Rule] = {
     "pick moved to 2nd of retrieval's list": lambda o: _moved(_retrieval(o), pick(o), 1),
     "strategy, unless the query names retrieval's first (kept)": lambda o: (
         _retrieval(o) if _spelled(o) else _strategy(o)),
+    "strategy, unless the query is a question": lambda o: (
+        _retrieval(o) if is_question(str(o["query"])) else _strategy(o)),
+    "strategy, unless a question or named": lambda o: (
+        _retrieval(o) if is_question(str(o["query"])) or _spelled(o) else _strategy(o)),
     "strategy, unless retrieval's first is a class": lambda o: (
         _retrieval(o) if _first_kind(o) == "class" else _strategy(o)),
     "strategy, unless retrieval's first is a class or spelled": lambda o: (
@@ -97,7 +102,9 @@ def main(path: str, category: str = "") -> None:
                 if o.get("targets") and category in ("", o["category"])]
     base = [score(o, _retrieval(o)) for o in outcomes]
     print(f"{len(outcomes)} outcomes; moved {sum(pick(o) is not None for o in outcomes)}; "
-          f"named {sum(_spelled(o) for o in outcomes)}; class first {sum(_first_kind(o) == 'class' for o in outcomes)}")
+          f"named {sum(_spelled(o) for o in outcomes)}; "
+          f"questions {sum(is_question(str(o['query'])) for o in outcomes)}; "
+          f"class first {sum(_first_kind(o) == 'class' for o in outcomes)}")
     for name, rule in RULES.items():
         got = [score(o, rule(o)) for o in outcomes]
         above = sum(g > b + 1e-9 for g, b in zip(got, base, strict=True))

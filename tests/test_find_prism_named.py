@@ -1,4 +1,4 @@
-"""Prism keeps retrieval's list when the query names retrieval's first (#27)."""
+"""Prism keeps retrieval's list when the query names retrieval's first or asks a question (#27)."""
 
 from pathlib import Path
 
@@ -6,7 +6,7 @@ import pytest
 
 from prism_code.index import RepoIndex
 from prism_code.tasks.find_function import FunctionSearch
-from prism_code.tasks.find_prism import named_first
+from prism_code.tasks.find_prism import held_by_retrieval, is_question, named_first
 from prism_code.tasks.find_request import FindRequest
 from prism_code.tasks.find_settings import PrismSettings
 from prism_code.tasks.find_strategies import run_find
@@ -32,6 +32,18 @@ def test_a_query_that_spells_retrievals_first_names_it(search):
     assert named_first(sentence, search.search(sentence, top=3)[0]) == ""
     # A short query that names another definition than retrieval's first does not hold it.
     assert named_first("send invoice", search.search("make_invoice", top=1)[0]) == ""
+
+
+def test_a_question_is_held_and_a_description_is_not(search):
+    for question in ("how is an order's total price computed", "Where are invoices sent?",
+                     "what connects to a host"):
+        assert is_question(question)
+        assert held_by_retrieval(question, search.search(question, top=1)[0]).startswith("the query is a question")
+    # One-function descriptions as RepoQA and the docstring needles phrase them are not questions.
+    for description in ("Total price of an order.", "Return the sum of two numbers.",
+                        "When the host is down, retry the connection."):
+        assert not is_question(description)
+        assert held_by_retrieval(description, search.search(description, top=1)[0]) == ""
 
 
 @pytest.mark.model

@@ -29,6 +29,7 @@ is several times fewer prompt tokens.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -189,11 +190,11 @@ def find_prism(session: ScoringBackend, search: FunctionSearch, description: str
     by_likelihood = settings.evidence == "likelihood"
     noted_n = min(settings.noted, len(pool)) if by_likelihood else len(pool)
     chunk = settings.noted_chunk if by_likelihood else settings.chunk_size
-    named = named_first(description, pool[0]) if pool and by_likelihood else ""
+    held = held_by_retrieval(description, pool[0]) if pool and by_likelihood else ""
     expand = (bool(pool) and settings.expand_short_queries and len(description.split()) <= SHORT_QUERY_WORDS
-              and not named)
+              and not held)
     # Progress counts the expansion, candidates scored, pass steps, then the answer.
-    scored_n = _model_scores(settings, description, len(pool)) if by_likelihood and not named else 0
+    scored_n = _model_scores(settings, description, len(pool)) if by_likelihood and not held else 0
     query = _Query(session, description, settings, cancelled, on_event,
                    expand + scored_n + -(-noted_n // chunk) + 1, rankings or RankingStream(None))
     query.rankings.retrieval(pool + _beyond(retrieved, len(pool), top), scored_n)
@@ -215,9 +216,9 @@ def find_prism(session: ScoringBackend, search: FunctionSearch, description: str
         by_signature = (len(description.split()) <= SHORT_QUERY_WORDS
                         and settings.short_query_evidence == "signature")
         decide = _by_signature if by_signature else _by_likelihood
-        if named:
+        if held:
             chosen = None
-            query.stats["chosen_by"] = f"retrieval: the query names retrieval's first ({named})"
+            query.stats["chosen_by"] = f"retrieval: {held}"
         else:
             chosen = decide(query, search.index, candidates, LIKELIHOOD_CANDIDATES)
         # The pass then writes the reasons for the results the user reads first.
@@ -242,6 +243,27 @@ def named_first(description: str, first: FoundFunction) -> str:
     Only a query of at most SYMBOL_QUERY_MAX_WORDS (4) words can name one: never a RepoQA
     description (72 words and more) nor a docstring needle (6 to 40), so neither tuning changes."""
     return spelled_symbol(first.qualname, spelled_parts(description))
+
+
+# A question about the code ("how X encodes Y", "where are routes registered?") asks for a place, often a
+# file or a class, and often has several right answers; the likelihood's margins were tuned on
+# descriptions of one function (RepoQA's, docstrings' first paragraphs), none of which is phrased so:
+# 0 of RepoQA's 100 and 0 of the docstring bench's 140 start with these words or end with "?".
+QUESTION = re.compile(r"^\s*(how|where|what|which|why)\b|\?\s*$", re.IGNORECASE)
+
+
+def is_question(description: str) -> bool:
+    return QUESTION.search(description) is not None
+
+
+def held_by_retrieval(description: str, first: FoundFunction) -> str:
+    """Why prism keeps retrieval's own list for this query (no expansion, no move; the notes
+    are still written), or "" when the model's evidence may move a candidate up (#27)."""
+    if named := named_first(description, first):
+        return f"the query names retrieval's first ({named})"
+    if is_question(description):
+        return "the query is a question about the code, not a description of one function"
+    return ""
 
 
 def _beyond(retrieved: list[FoundFunction], pool: int, top: int) -> list[FoundFunction]:
