@@ -77,11 +77,11 @@ RULES: dict[str, Rule] = {
     "strategy as run": _strategy,
     "pick moved to 1st of retrieval's list": lambda o: _moved(_retrieval(o), pick(o), 0),
     "pick moved to 2nd of retrieval's list": lambda o: _moved(_retrieval(o), pick(o), 1),
-    "strategy, unless the query names retrieval's first (kept)": lambda o: (
+    "strategy, unless the query names retrieval's first": lambda o: (
         _retrieval(o) if _spelled(o) else _strategy(o)),
     "strategy, unless the query is a question": lambda o: (
         _retrieval(o) if is_question(str(o["query"])) else _strategy(o)),
-    "strategy, unless a question or named": lambda o: (
+    "strategy, unless a question or named (find_prism's rule, held_by_retrieval)": lambda o: (
         _retrieval(o) if is_question(str(o["query"])) or _spelled(o) else _strategy(o)),
     "strategy, unless retrieval's first is a class": lambda o: (
         _retrieval(o) if _first_kind(o) == "class" else _strategy(o)),
