@@ -188,7 +188,7 @@ class PromptBuilder:
             marker = len(self.session.tokenize_text(TEXT_MARK))
             if not cut or room <= marker:
                 raise ContextOverflow(f"prompt of {len(self._head) + len(mem) + len(after) + len(self._tail)} "
-                                      f"tokens and {reserve} to decode do not fit the context of "
+                                      f"tokens (and {reserve} to decode) does not fit the context of "
                                       f"{self.session.n_ctx}")
             log.info("step text of %d tokens cut to the %d the window leaves", len(after), room)
             after = after[:room]
