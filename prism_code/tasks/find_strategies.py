@@ -5,9 +5,9 @@ and get the same outcome back: results in the CLI contract (best first, a one-li
 each), what the model calls cost, and numbers only that strategy has. A model strategy
 whose backend fails (a remote engine down, slow or broken) answers with retrieval's list
 for the same request, and the outcome says why; so does one whose prompt the model's window
-cannot hold (the prompts cut what they show to fit, so only a description longer than the
-window is left to do that). Model strategies import lazily so the
-retrieval path never loads llama.cpp.
+cannot hold (prism's pass cuts what it shows to fit; a description longer than the window, or
+a body of very long lines, is what is left). Model strategies import lazily so the retrieval
+path never loads llama.cpp.
 """
 
 from __future__ import annotations
