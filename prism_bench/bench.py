@@ -32,13 +32,18 @@ class Bench:
     """A benchmark: `add_arguments` declares its options, `run(args, command)` runs it and yields its
     sections as they finish (a run over several languages yields one per language, so an hour-long
     run shows and keeps each as it ends). `draws_chart`: with `--write` it also draws a chart, so
-    matplotlib is checked before the run rather than at its end."""
+    matplotlib is checked before the run rather than at its end; a function of the arguments when
+    only some runs draw one."""
 
     name: str
     help: str
     add_arguments: Callable[[argparse.ArgumentParser], None]
     run: Callable[[argparse.Namespace, str], Iterator[Section]]
-    draws_chart: bool = False
+    draws_chart: bool | Callable[[argparse.Namespace], bool] = False
+
+    def charts(self, args: argparse.Namespace) -> bool:
+        """Whether this run, written with --write, draws a chart."""
+        return self.draws_chart(args) if callable(self.draws_chart) else self.draws_chart
 
 
 def add_write(p: argparse.ArgumentParser) -> None:

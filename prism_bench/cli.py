@@ -20,7 +20,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     bench = bench_named(args.bench)
-    if args.write and bench.draws_chart:
+    if args.write and bench.charts(args):
         from prism_bench.charts import require_matplotlib
 
         require_matplotlib()  # a benchmark can run for an hour; its chart must not fail at the end

@@ -281,7 +281,13 @@ FIND_SERVER = Bench("find-server", "model find through the language server: its 
 CALLGRAPH = Bench("callgraph", "the code graph's call edges against jedi's and the TypeScript "
                                "language service's (6 PyPI projects, 2 RepoQA haystacks)",
                   _callgraph_arguments, _run_callgraph)
+def _semble_chart(args: argparse.Namespace) -> bool:
+    """Only retrieval's run draws the per-language chart; a model strategy's sample writes tables."""
+    return bool(args.strategy == "retrieval")
+
+
 SEMBLE = Bench("semble", "semble's code-search benchmark: NDCG@10 on 42 repositories in 19 languages "
-                         "beside semble's published figures", _semble_arguments, _run_semble, draws_chart=True)
+                         "beside semble's published figures", _semble_arguments, _run_semble,
+               draws_chart=_semble_chart)
 COVERAGE = Bench("coverage", "semble's span targets: is there an indexed definition where they are",
                  _semble_selection, _run_semble)

@@ -25,7 +25,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from itertools import zip_longest
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -58,6 +58,12 @@ class SampledOutcome:
     seconds: float  # the strategy's wall time for this query
     hybrid: bool  # the repository's vectors were all stored: BM25 and MiniLM, else BM25 only
     model_failed: bool = False  # the backend failed and the strategy answered with retrieval's list
+    # Format 2 (#27): enough to score another placement of the model's pick offline, without the model.
+    # Each list is of [path, start line, end line, key, kind]: scored against `targets` by semble_scoring.
+    retrieval_ranked: list[list[object]] = field(default_factory=list)
+    strategy_ranked: list[list[object]] = field(default_factory=list)
+    stats: dict[str, object] = field(default_factory=dict)  # the strategy's own record: pool, scores, choice
+    targets: list[list[object]] = field(default_factory=list)  # the query's targets, as semble gives them
 
 
 def sample_queries(repos: list[SembleRepo], size: int, seed: int = SAMPLE_SEED) -> list[tuple[SembleRepo, Query]]:
@@ -95,7 +101,8 @@ def save_outcomes(outcomes: dict[str, SampledOutcome], path: Path) -> None:
 
 
 def outcomes_path(cache_dir: Path, strategy: str, model: str) -> Path:
-    return cache_dir / "results" / f"semble-sample-{strategy}-{Path(model).stem}.json"
+    # "-v2": format 2's outcomes hold the ranked lists; an older file stays readable (its fields default).
+    return cache_dir / "results" / f"semble-sample-{strategy}-{Path(model).stem}-v2.json"
 
 
 def _by_repo(sample: list[tuple[SembleRepo, Query]]) -> Iterator[tuple[SembleRepo, list[Query]]]:
@@ -156,7 +163,9 @@ def run(sample: list[tuple[SembleRepo, Query]], cache_dir: Path, strategy: str, 
                         ndcg_at_10(_spans(retrieval), query.targets),
                         ndcg_at_10(_spans(outcome.results), query.targets),
                         accounting.total if accounting else 0, accounting.decoded if accounting else 0,
-                        round(seconds, 3), hybrid, outcome.model_error is not None)
+                        round(seconds, 3), hybrid, outcome.model_error is not None,
+                        _ranked(retrieval), _ranked(outcome.results), _plain(outcome.stats),
+                        [list(asdict(t).values()) for t in query.targets])
                     outcomes[outcome_key(repo.name, query.text)] = record
                     save_outcomes(outcomes, path)
                     print(f"  {len(outcomes)} {repo.name}: {record.category} retrieval {record.retrieval_ndcg10:.3f} "
@@ -175,6 +184,15 @@ def run(sample: list[tuple[SembleRepo, Query]], cache_dir: Path, strategy: str, 
 
 def _interrupt(_signum: int, _frame: object) -> None:
     raise KeyboardInterrupt
+
+
+def _ranked(found: list[FoundFunction]) -> list[list[object]]:
+    return [[r.path, r.start_line, r.end_line, r.key, r.kind] for r in found[:20]]
+
+
+def _plain(stats: dict[str, object]) -> dict[str, object]:
+    """The strategy's stats that JSON keeps (the memory is left out: it is the notes, not the ranking)."""
+    return {k: v for k, v in json.loads(json.dumps(stats, default=str)).items() if k != "memory"}
 
 
 def _spans(found: list[FoundFunction]) -> list[Result]:

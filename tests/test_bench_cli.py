@@ -76,3 +76,12 @@ def test_a_run_prints_its_section_and_writes_it_between_its_markers(tmp_path: Pa
     assert "stale" not in text and "kept" in text
     section = text.split("<!-- bench:semble-coverage-python -->")[1].split("<!-- /bench:semble-coverage-python -->")[0]
     assert "| pymini | 5 | 0.800 (4/5) |" in section
+
+
+def test_only_a_run_that_draws_a_chart_needs_matplotlib() -> None:
+    # A model strategy's semble sample writes tables only: --write must not ask for the bench extra.
+    semble = next(b for b in BENCHES if b.name == "semble")
+    assert semble.charts(bench_parser().parse_args(["semble", "--write", "x.md"]))
+    assert not semble.charts(bench_parser().parse_args(["semble", "--strategy", "prism", "--write", "x.md"]))
+    repoqa = next(b for b in BENCHES if b.name == "repoqa")
+    assert repoqa.charts(bench_parser().parse_args(["repoqa", "--write", "x.md"]))

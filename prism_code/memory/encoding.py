@@ -15,21 +15,29 @@ only that instruction:
 Every part is tokenized on its own and the lists are concatenated, so a part's tokens
 never depend on what follows it. Repository and user text goes through tokenize_text
 (control-token spellings stay text); only the ChatML markers are control tokens.
+
+A step prompt never exceeds the model's window less the tokens the step may decode: a
+chunk longer than the room left is cut at its end (`chunk_room` tells a caller that room,
+so it can drop its least important text itself first).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import typing
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
+from prism_code.llm.types import ContextOverflow
 from prism_code.memory.revisions import Revision
 from prism_code.memory.schema import fields_of, format_path, optional_inner, schema_source, walk_templates
 
 if TYPE_CHECKING:
     from prism_code.llm.backend import CompletionBackend
+
+log = logging.getLogger(__name__)
 
 
 # str and Enum, not StrEnum: str() of a member stays "Encoding.IN_PLACE" as before.
@@ -89,6 +97,9 @@ def format_rules(allow_updates: bool, encoding: Encoding, schema: type) -> str:
         "type the schema gives for that path.\n"
         "Example: [" + example_revision(schema).line() + "]"
     )
+
+
+TEXT_MARK = "\n[TEXT]\n"  # what stands between the memory and a step's chunk
 
 
 @dataclass
@@ -151,17 +162,35 @@ class PromptBuilder:
             return self._base_tokens + self._amendments
         return self.session.tokenize_text(render_memory(memory) + "\n")
 
-    def prompt(self, memory: dict[str, Any], chunk: str) -> Prompt:
-        """The step prompt; `memory` is the current memory (in-place renders it)."""
-        return self._with(memory, "\n[TEXT]\n" + chunk)
+    def prompt(self, memory: dict[str, Any], chunk: str, reserve: int = 0) -> Prompt:
+        """The step prompt; `memory` is the current memory (in-place renders it). With the
+        `reserve` tokens the step decodes it fits the window: a longer chunk loses its end."""
+        return self._with(memory, TEXT_MARK + chunk, reserve, cut=True)
 
-    def final_prompt(self, memory: dict[str, Any], instruction: str) -> Prompt:
+    def chunk_room(self, memory: dict[str, Any], reserve: int) -> int:
+        """Tokens a chunk may take so that its step prompt and `reserve` decoded tokens fit the window."""
+        fixed = len(self._head) + len(self.memory_tokens(memory)) + len(self.session.tokenize_text(TEXT_MARK))
+        return self.session.n_ctx - reserve - fixed - len(self._tail)
+
+    def final_prompt(self, memory: dict[str, Any], instruction: str, reserve: int = 0) -> Prompt:
         """The final answer prompt (Algorithm 1, line 6): the step prompt's task, schema,
         query and memory unchanged, then `instruction` where a chunk would be. Built on the
         same tokens, it reuses the last step's cached prefix up to the end of the memory."""
-        return self._with(memory, "\n[ANSWER]\n" + instruction.strip())
+        return self._with(memory, "\n[ANSWER]\n" + instruction.strip(), reserve, cut=False)
 
-    def _with(self, memory: dict[str, Any], after_memory: str) -> Prompt:
+    def _with(self, memory: dict[str, Any], after_memory: str, reserve: int, cut: bool) -> Prompt:
         mem = self.memory_tokens(memory)
-        tokens = self._head + mem + self.session.tokenize_text(after_memory) + self._tail
+        after = self.session.tokenize_text(after_memory)
+        room = self.session.n_ctx - reserve - len(self._head) - len(mem) - len(self._tail)
+        if len(after) > room:
+            # A chunk's head is worth reading; an instruction cut short is not, nor is a prompt
+            # whose query and memory leave no room for a chunk's first tokens.
+            marker = len(self.session.tokenize_text(TEXT_MARK))
+            if not cut or room <= marker:
+                raise ContextOverflow(f"prompt of {len(self._head) + len(mem) + len(after) + len(self._tail)} "
+                                      f"tokens (and {reserve} to decode) does not fit the context of "
+                                      f"{self.session.n_ctx}")
+            log.info("step text of %d tokens cut to the %d the window leaves", len(after), room)
+            after = after[:room]
+        tokens = self._head + mem + after + self._tail
         return Prompt(tokens, len(self._head), len(self._head) + len(mem))

@@ -72,12 +72,13 @@ class PassResult:
     def applied(self) -> int:
         return sum(len(s.applied) for s in self.steps)
 
-    def final_prompt(self, instruction: str) -> list[int]:
+    def final_prompt(self, instruction: str, reserve: int = 0) -> list[int]:
         """Tokens of the final answer call over this pass's memory; its task, schema, query and
-        memory are the step prompts' own tokens, so the call starts from their cached prefix."""
+        memory are the step prompts' own tokens, so the call starts from their cached prefix.
+        ContextOverflow when they and `reserve` decoded tokens do not fit the window."""
         if self.builder is None:
             raise ValueError("this pass result has no prompt layout")
-        return self.builder.final_prompt(self.memory, instruction).tokens
+        return self.builder.final_prompt(self.memory, instruction, reserve).tokens
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,7 @@ def run_pass(
     cancelled: CancelCheck | None = None,
     on_step: Callable[[StepProgress], None] | None = None,
     state_cache: StateCache | None = None,
+    fit_chunk: Callable[[int, int], str] | None = None,
 ) -> PassResult:
     """Run PRISM over `chunks`; `memory` is the starting memory (default: empty).
 
@@ -118,6 +120,9 @@ def run_pass(
     a small model then chooses among real keys instead of inventing them.
     `state_cache` keeps the KV state of the part before the query (task, rules, schema) on
     disk, so a pass after other model work (or a restart) does not evaluate it again.
+    A step prompt always fits the window with the step's `max_tokens`: `fit_chunk(i, room)`
+    gives step i's text in at most `room` tokens (the caller knows what to drop first);
+    without it, or past it, a chunk too long loses its end.
     """
     settings = settings or PassSettings()
     encoding, allow_updates = Encoding(settings.encoding), settings.allow_updates
@@ -145,7 +150,9 @@ def run_pass(
         if grammar and callable(targets):
             places = targets(i, chunk)
             constraint = constraint_for(places) if places else None
-        prompt = builder.prompt(result.memory, chunk)
+        if fit_chunk is not None:
+            chunk = fit_chunk(i, builder.chunk_room(result.memory, settings.max_tokens))
+        prompt = builder.prompt(result.memory, chunk, reserve=settings.max_tokens)
         gen = session.generate(prompt.tokens, max_tokens=settings.max_tokens, grammar=constraint,
                                temperature=settings.temperature, cancelled=cancelled)
         step_cost = Accounting()

@@ -23,12 +23,15 @@ evidence says so. Two kinds of evidence (`PrismSettings.evidence`):
 
 Two views of a candidate: its whole body, or its precomputed note and signature
 (`notes_for`: the model's note where one is stored, else the deterministic one), which
-is several times fewer prompt tokens.
+is several times fewer prompt tokens. Either is fitted to the model's window
+(tasks/prism_cards.py): a card shows the heads of a long signature and note, and each
+step drops the lowest-ranked candidate's text first when the room runs out.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -39,7 +42,6 @@ from prism_code.llm.accounting import Accounting
 from prism_code.llm.backend import ScoringBackend
 from prism_code.llm.state_cache import StateCache
 from prism_code.memory.code_schemas import CandidateMatch, CandidateMatches
-from prism_code.memory.deterministic_notes import notes_for
 from prism_code.memory.notes_store import NotesStore
 from prism_code.memory.revisions import Target
 from prism_code.memory.runner import PassResult, PassSettings, StepProgress, run_pass
@@ -48,14 +50,10 @@ from prism_code.retrieval.fusion import SHORT_QUERY_WORDS
 from prism_code.tasks.find_events import FindEvent, FindListener, Stage
 from prism_code.tasks.find_function import FoundFunction, FunctionSearch
 from prism_code.tasks.find_outcome import FindOutcome, answer_grammar, candidate_labels, parse_function_json
-from prism_code.tasks.find_settings import (
-    EVIDENCE,
-    SHORT_EVIDENCE,
-    VIEWS,
-    PrismSettings,
-    View,
-)
+from prism_code.tasks.find_ranking import spelled_parts, spelled_symbol
+from prism_code.tasks.find_settings import EVIDENCE, SHORT_EVIDENCE, VIEWS, PrismSettings
 from prism_code.tasks.find_stream import RankingStream
+from prism_code.tasks.prism_cards import CandidateText, candidate_text, fit_texts
 from prism_code.tasks.query_expansion import hypothetical_function, language_name
 from prism_code.tasks.query_likelihood import (
     DEFAULT_DESCRIPTION_TOKENS,
@@ -91,26 +89,6 @@ LIKELIHOOD_CANDIDATES = 10
 # prompt keeps room for five candidates per step.
 MAX_BODY_LINES = 60
 ANSWER_TOKENS = 40  # the final answer: one short JSON object naming a function and its reason
-
-
-@dataclass(frozen=True)
-class CandidateText:
-    """One of retrieval's results as the PRISM pass shows it to the model: a name and a text."""
-
-    key: str  # the name the model sees and writes (qualname; path-qualified when ambiguous)
-    found: FoundFunction
-    text: str  # what the model is shown for it
-
-
-def candidate_text(index: RepoIndex, found: FoundFunction, key: str, view: View,
-                   store: NotesStore | None, max_body_lines: int) -> str:
-    if view == "bodies":
-        return body_text(index, found, key, max_body_lines)
-    definition = index.definition(found.path, found.qualname)
-    signature = definition.signature.strip() if definition and definition.signature else found.qualname
-    lookup = notes_for(index, found.path, found.qualname, store)
-    note = lookup.note.text() if lookup is not None else ""
-    return f"### {key}\n# {found.path}:{found.start_line}\n" + signature + "\n" + (f"Note: {note}\n" if note else "")
 
 
 def fit_of(entry: object) -> int | None:
@@ -188,9 +166,11 @@ def find_prism(session: ScoringBackend, search: FunctionSearch, description: str
     by_likelihood = settings.evidence == "likelihood"
     noted_n = min(settings.noted, len(pool)) if by_likelihood else len(pool)
     chunk = settings.noted_chunk if by_likelihood else settings.chunk_size
-    expand = bool(pool) and settings.expand_short_queries and len(description.split()) <= SHORT_QUERY_WORDS
+    held = held_by_retrieval(description, pool[0]) if pool and by_likelihood else ""
+    expand = (bool(pool) and settings.expand_short_queries and len(description.split()) <= SHORT_QUERY_WORDS
+              and not held)
     # Progress counts the expansion, candidates scored, pass steps, then the answer.
-    scored_n = _model_scores(settings, description, len(pool)) if by_likelihood else 0
+    scored_n = _model_scores(settings, description, len(pool)) if by_likelihood and not held else 0
     query = _Query(session, description, settings, cancelled, on_event,
                    expand + scored_n + -(-noted_n // chunk) + 1, rankings or RankingStream(None))
     query.rankings.retrieval(pool + _beyond(retrieved, len(pool), top), scored_n)
@@ -205,14 +185,18 @@ def find_prism(session: ScoringBackend, search: FunctionSearch, description: str
     query.beyond = _beyond(retrieved, len(pool), top)
 
     keys = candidate_labels(pool)
-    candidates = _candidates(search, pool, keys, settings, store)
+    candidates = _candidates(session, search, pool, keys, settings, store)
     query.stats.update({"view": settings.view, "encoding": settings.encoding.value, "updates": settings.allow_updates,
                         "candidates": len(pool), "retrieval_order": keys})
     if by_likelihood:
         by_signature = (len(description.split()) <= SHORT_QUERY_WORDS
                         and settings.short_query_evidence == "signature")
         decide = _by_signature if by_signature else _by_likelihood
-        chosen = decide(query, search.index, candidates, LIKELIHOOD_CANDIDATES)
+        if held:
+            chosen = None
+            query.stats["chosen_by"] = f"retrieval: {held}"
+        else:
+            chosen = decide(query, search.index, candidates, LIKELIHOOD_CANDIDATES)
         # The pass then writes the reasons for the results the user reads first.
         noted = sorted(candidates, key=lambda c: c.key != chosen)[:noted_n]
         passed = _note(query, noted, chunk, state_cache, steps_before=scored_n)
@@ -225,6 +209,37 @@ def find_prism(session: ScoringBackend, search: FunctionSearch, description: str
     ranked = _ranked(candidates, query.stats["memory"], chosen, query.stats.get("likelihood"),
                      {c.key for c in noted}, query.stats.get("signature_pmi"))
     return FindOutcome(ranked + query.beyond, query.accounting, query.stats)
+
+
+def named_first(description: str, first: FoundFunction) -> str:
+    """Retrieval's first's name when the query is that name ("flat_hash_map", "Rails::Engine"),
+    else "". Such a query asks for the definition it spells and retrieval put it first by that
+    name; on semble's tune split (#27) the model's evidence only moved other candidates above it.
+    So prism keeps retrieval's own list (no expansion, no move) and only notes the first few.
+    Only a query of at most SYMBOL_QUERY_MAX_WORDS (4) words can name one: never a RepoQA
+    description (72 words and more) nor a docstring needle (6 to 40), so neither tuning changes."""
+    return spelled_symbol(first.qualname, spelled_parts(description))
+
+
+# A question about the code ("how X encodes Y", "where are routes registered?") asks for a place, often a
+# file or a class, and often has several right answers; the likelihood's margins were tuned on
+# descriptions of one function (RepoQA's, docstrings' first paragraphs), none of which is phrased so:
+# 0 of RepoQA's 100 and 0 of the docstring bench's 140 start with these words or end with "?".
+QUESTION = re.compile(r"^\s*(how|where|what|which|why)\b|\?\s*$", re.IGNORECASE)
+
+
+def is_question(description: str) -> bool:
+    return QUESTION.search(description) is not None
+
+
+def held_by_retrieval(description: str, first: FoundFunction) -> str:
+    """Why prism keeps retrieval's own list for this query (no expansion, no move; the notes
+    are still written), or "" when the model's evidence may move a candidate up (#27)."""
+    if named := named_first(description, first):
+        return f"the query names retrieval's first ({named})"
+    if is_question(description):
+        return "the query is a question about the code, not a description of one function"
+    return ""
 
 
 def _beyond(retrieved: list[FoundFunction], pool: int, top: int) -> list[FoundFunction]:
@@ -294,12 +309,12 @@ def _checked(settings: PrismSettings, overrides: dict[str, Any]) -> PrismSetting
     return settings
 
 
-def _candidates(search: FunctionSearch, pool: list[FoundFunction], keys: list[str], settings: PrismSettings,
-                store: NotesStore | None) -> list[CandidateText]:
+def _candidates(session: ScoringBackend, search: FunctionSearch, pool: list[FoundFunction], keys: list[str],
+                settings: PrismSettings, store: NotesStore | None) -> list[CandidateText]:
     own_store = store is None
     store = store or NotesStore.for_index(search.index)
     try:
-        return [CandidateText(k, f, candidate_text(search.index, f, k, settings.view, store, MAX_BODY_LINES))
+        return [CandidateText(k, f, candidate_text(search.index, f, k, settings.view, store, MAX_BODY_LINES, session))
                 for k, f in zip(keys, pool)]
     finally:
         if own_store:
@@ -322,9 +337,14 @@ def _note(query: _Query, noted: list[CandidateText], chunk: int, state_cache: St
     pass_settings = PassSettings(encoding=settings.encoding, allow_updates=settings.allow_updates,
                                  min_revisions=1, max_revisions=settings.max_revisions,
                                  max_tokens=settings.step_tokens)
+    def fitted(i: int, room: int) -> str:
+        # A step's candidates are in rank order: the lowest-ranked one's text is cut first.
+        return fit_texts(session, [c.text for c in groups[i]], room)
+
     passed = run_pass(session, TASK, query.description, CandidateMatches,
                       ["\n".join(c.text for c in g) for g in groups], pass_settings,
-                      cancelled=query.cancelled, on_step=on_step, targets=targets, state_cache=state_cache)
+                      cancelled=query.cancelled, on_step=on_step, targets=targets, state_cache=state_cache,
+                      fit_chunk=fitted)
     if passed.cancelled:
         raise Cancelled("find cancelled")
     memory = passed.memory.get("candidate_functions", {})
@@ -347,7 +367,7 @@ def _by_memory(query: _Query, passed: PassResult, keys: list[str], names: list[s
         # Whatever the answer named, retrieval's first would stay first: no call needed.
         stats["chosen_by"] = "retrieval: no other candidate rated a strong fit"
         return None
-    gen = query.session.generate(passed.final_prompt(ANSWER), max_tokens=ANSWER_TOKENS,
+    gen = query.session.generate(passed.final_prompt(ANSWER, ANSWER_TOKENS), max_tokens=ANSWER_TOKENS,
                                  grammar=answer_grammar(names), cancelled=query.cancelled)
     query.accounting.add(gen.stats)
     stats["answer"] = gen.text
@@ -470,7 +490,7 @@ def _ranked(candidates: list[CandidateText], memory: dict[str, Any], chosen: str
     def with_reason(c: CandidateText, rank: int, reason: str) -> FoundFunction:
         f = c.found
         return FoundFunction(f.name, f.qualname, f.path, f.start_line, f.end_line, f.score,
-                             f"{reason}; retrieval rank {rank}")
+                             f"{reason}; retrieval rank {rank}", f.kind)
 
     ordered = sorted(range(len(candidates)), key=lambda i: candidates[i].key != chosen)
     out = []

@@ -4,8 +4,10 @@ Callers (CLI, language server, benchmarks) build a `FindRequest` (tasks/find_req
 and get the same outcome back: results in the CLI contract (best first, a one-line reason
 each), what the model calls cost, and numbers only that strategy has. A model strategy
 whose backend fails (a remote engine down, slow or broken) answers with retrieval's list
-for the same request, and the outcome says why. Model strategies import lazily so the
-retrieval path never loads llama.cpp.
+for the same request, and the outcome says why; so does one whose prompt the model's window
+cannot hold (prism's pass cuts what it shows to fit; a description longer than the window, or
+a body of very long lines, is what is left). Model strategies import lazily so the retrieval
+path never loads llama.cpp.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from prism_code.cancel import CancelCheck
 from prism_code.llm.backend import BackendError
+from prism_code.llm.types import ContextOverflow
 from prism_code.tasks.find_events import FindEvent, FindListener
 from prism_code.tasks.find_function import FunctionSearch
 from prism_code.tasks.find_outcome import FindOutcome
@@ -52,6 +55,14 @@ def run_find(request: FindRequest, search: FunctionSearch, *, session: ScoringBa
         log.warning("%s find: the model failed, answering with retrieval's list: %s", request.strategy, exc)
         outcome = _retrieval(request.as_retrieval(), search, on_event)
         outcome.model_error = exc
+        rankings.final(outcome.results)
+        return outcome
+    except ContextOverflow as exc:
+        # Not the engine's failure (no remote status): the model could not read this request.
+        log.warning("%s find: the prompt does not fit the model's window, answering with retrieval's list: %s",
+                    request.strategy, exc)
+        outcome = _retrieval(request.as_retrieval(), search, on_event)
+        outcome.stats["model_skipped"] = str(exc)
         rankings.final(outcome.results)
         return outcome
     # long-context reads its candidates in one call: all it returns is the model's reading.
