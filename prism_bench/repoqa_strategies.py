@@ -307,8 +307,8 @@ def view_tokens(haystacks: list[Haystack], cache_dir: Path, model: str, limit: i
     the needle; tokenization only, no model call, so it runs over every needle quickly."""
     from prism_code.memory.notes_store import NotesStore
     from prism_code.tasks.find_outcome import candidate_labels
-    from prism_code.tasks.find_prism import candidate_text
     from prism_code.tasks.find_settings import VIEWS
+    from prism_code.tasks.prism_cards import candidate_text
 
     chosen = select_needles(haystacks, limit)
     embedder = Embedder()
@@ -329,7 +329,7 @@ def view_tokens(haystacks: list[Haystack], cache_dir: Path, model: str, limit: i
                     pool = search.search(needle.description, top=candidates)
                     held += needle_rank(pool, needle) is not None
                     for view in VIEWS:
-                        texts = [candidate_text(index, f, k, view, store, 60)
+                        texts = [candidate_text(index, f, k, view, store, 60, session)
                                  for k, f in zip(candidate_labels(pool), pool)]
                         tokens[view].append(sum(len(session.tokenize_text(t)) for t in texts))
             finally:
