@@ -83,9 +83,9 @@ MODES: dict[str, Mode] = {
     # markers (<|repo_name|>, <|file_sep|>path) that the plain prompt also lacks.
     "product: prefix 1500 tokens": replace(_PRODUCT, budget=replace(_PRODUCT.budget, prefix_tokens=1500)),
     "product: no repository markers": replace(_PRODUCT, layout=FimLayout(repo_markers=False)),
-    # What the user waits for after Enter (--after-enter): the middle opens on the last multiple
-    # of 8 lines, so Enter appends the finished line to it; must first lose no EM here.
-    "product: middle opens 8 lines up": replace(_PRODUCT, layout=FimLayout(middle_step_lines=8)),
+    # The product's layout before the middle opened up to 8 lines above the cursor's line
+    # (fim.MIDDLE_STEP_LINES): the hole started at the cursor's line.
+    "product: middle opens at the cursor line": replace(_PRODUCT, layout=FimLayout(middle_step_lines=None)),
 }
 DEFAULT_MODES = (PRODUCT, PRODUCT_OFF, PLAIN, PEER)
 # A mode that only refuses repeated lines answers as its base wherever the base's first line

@@ -93,9 +93,10 @@ def test_prompt_layout_budget_and_control_tokens(model_session):
     assert prompt.tokens.count(special["<|fim_suffix|>"]) == 1  # the comment's copy is plain text
     assert prompt.tokens.count(special["<|fim_prefix|>"]) == 1
     middle = prompt.tokens.index(special["<|fim_middle|>"])
-    assert middle + 1 == prompt.line_start
-    # the typed text opens the middle; its last token is left for the model (token healing)
-    assert tok.detokenize(prompt.tokens[middle + 1:]) + prompt.heal == "y = " and prompt.heal
+    # the middle opens on line 200 (the last multiple of MIDDLE_STEP_LINES), then the typed
+    # text, whose last token is left for the model (token healing)
+    assert tok.detokenize(prompt.tokens[middle + 1:prompt.line_start]) == "x = 1\n"
+    assert tok.detokenize(prompt.tokens[prompt.line_start:]) + prompt.heal == "y = " and prompt.heal
     assert prompt.tokens[:len(prompt.stable)] == prompt.stable
     assert prompt.context == ["pkg/a.py:1-2", "pkg/b.py:1-3"]  # location order; huge one over budget
     prefix_part = prompt.tokens[prompt.tokens.index(special["<|fim_prefix|>"]) + 1:
@@ -107,14 +108,13 @@ def test_prompt_layout_budget_and_control_tokens(model_session):
 @pytest.mark.model
 def test_prompt_ends_at_the_line_start_when_the_cursor_is_in_indentation(model_session):
     tok = model_session
-    suffix_marker = tok.special_token("<|fim_suffix|>")
     indented = build_prompt(tok, "demo", "m.py", "def f(x):\n    ", "\n", [], FimBudget())
     at_start = build_prompt(tok, "demo", "m.py", "def f(x):\n", "\n", [], FimBudget())
     assert indented.tokens == at_start.tokens
     assert indented.held_indent == "    " and at_start.held_indent == ""
     typed = build_prompt(tok, "demo", "m.py", "def f(x):\n    ret", "\n", [], FimBudget())
     assert typed.held_indent is None
-    assert tok.detokenize(typed.tokens[:typed.tokens.index(suffix_marker)]).endswith("def f(x):\n")
+    assert tok.detokenize(typed.tokens[:typed.line_start]).endswith("def f(x):\n")
     assert typed.tokens[:typed.line_start] == at_start.tokens
     assert tok.detokenize(typed.tokens[typed.line_start:]) + typed.heal == "    ret"
     assert typed.heal.endswith("ret")
@@ -174,7 +174,9 @@ def test_moving_down_a_line_keeps_the_cached_start_of_a_long_prefix(model_sessio
     prompts = []
     for cursor_line in range(300, 340):  # the prefix is far over its budget
         prefix = "\n".join(lines[:cursor_line - 1]) + "\n    "
-        prompts.append(build_prompt(tok, "demo", "m.py", prefix, "\n", [], FimBudget(prefix_tokens=512)))
+        # The prefix runs to the cursor's line here: this is about where the prefix starts.
+        prompts.append(build_prompt(tok, "demo", "m.py", prefix, "\n", [], FimBudget(prefix_tokens=512),
+                                    FimLayout(middle_step_lines=None)))
     heads = [p.tokens[:p.tokens.index(suffix_marker)] for p in prompts]
     kept = sum(b[:len(a)] == a for a, b in zip(heads, heads[1:]))
     assert kept >= len(heads) - 4  # the start moves once per HEAD_STEP_LINES lines
@@ -198,10 +200,12 @@ def test_the_floor_and_the_product_prompt_hold_the_same_cursor_split(model_sessi
     budget = FimBudget(prefix_tokens=1500, prefix_lines=80, suffix_tokens=400, suffix_lines=24, align_head=False)
     product = build_prompt(tok, "demo", "m.py", prefix, suffix, [], budget)
     assert tok.detokenize(product.stable) == "demo\nm.py\n"  # after <|repo_name|>, <|file_sep|>
-    # the same split: the typed text opens the middle instead of ending the prefix
+    # the same split: the lines from line 113 (after the last multiple of MIDDLE_STEP_LINES) and the
+    # typed text open the middle instead of ending the prefix, whose 80 lines end at line 112
     assert product.tokens[len(product.stable):product.line_start] == [
-        mark["fim_prefix"], *tok.tokenize_text(above), mark["fim_suffix"],
-        *tok.tokenize_text("ix(v_119)\n" + "\n".join(lines[120:144])), mark["fim_middle"]]
+        mark["fim_prefix"], *tok.tokenize_text("\n".join(lines[32:112]) + "\n"), mark["fim_suffix"],
+        *tok.tokenize_text("ix(v_119)\n" + "\n".join(lines[120:144])), mark["fim_middle"],
+        *tok.tokenize_text("\n".join(lines[112:119]) + "\n")]
     assert tok.detokenize(product.tokens[product.line_start:]) + product.heal == "v_120 = m"
 
 
@@ -232,3 +236,23 @@ def test_prompts_built_through_the_token_cache_equal_fresh_ones(model_session):
         plain = build_prompt(tok, "demo", "pkg/m.py", prefix, suffix, context, FimBudget(), PLAIN_LAYOUT)
         assert build_prompt(cache, "demo", "pkg/m.py", prefix, suffix, context, FimBudget(), PLAIN_LAYOUT) == plain
     assert len(cache._tokens) <= 40
+
+
+@pytest.mark.model
+def test_enter_appends_the_finished_line_to_the_cached_prompt(model_session):
+    # Before Enter the cursor ends line n; after it, it sits on the new line's indentation.
+    # The prompt after Enter must begin with everything the model evaluated before it, except
+    # when the new line is a multiple of MIDDLE_STEP_LINES and the middle opens anew.
+    tok = model_session
+    lines = ["def long_function(values):", *(f"    total_{i} = compute(values[{i}], scale={i % 7})"
+                                             for i in range(200))]
+    suffix = "\n" + "\n".join(lines[150:170]) + "\n"
+    kept = 0
+    for n in range(100, 140):  # 0-based index of the line just finished
+        before = build_prompt(tok, "demo", "m.py", "\n".join(lines[:n + 1]), suffix, [], FimBudget())
+        after = build_prompt(tok, "demo", "m.py", "\n".join(lines[:n + 1]) + "\n    ", suffix, [], FimBudget())
+        middle = tok.detokenize(after.tokens[after.tokens.index(tok.special_token("<|fim_middle|>")) + 1:])
+        # the new line's number is a multiple of 8: it opens the middle, which holds nothing yet
+        assert middle == "" if (n + 1) % 8 == 0 else middle.endswith(lines[n] + "\n")
+        kept += after.tokens[:before.line_start] == before.tokens[:before.line_start]
+    assert kept == 40 - 5  # after lines 104, 112, 120, 128 and 136 the middle opens anew
