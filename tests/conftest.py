@@ -26,6 +26,22 @@ def model_session():
     session.close()
 
 
+@pytest.fixture(scope="session")
+def vocab():
+    """The 0.5B model's tokenizer, loaded vocabulary-only (no weights: ~0.3 s)."""
+    import llama_cpp
+
+    from prism_code.llm.models import model_path
+    from prism_code.llm.vocab import ModelVocabulary
+
+    path = model_path("qwen2.5-coder-0.5b")
+    if not path.is_file():
+        pytest.skip("the 0.5B model file is not installed")
+    llm = llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
+    yield ModelVocabulary(llm, path.name)
+    llm.close()
+
+
 @pytest.fixture()
 def calcrepo_index(tmp_path):
     """The index of a copy of tests/fixtures/calcrepo, where net.py needs a name settings.py defines."""

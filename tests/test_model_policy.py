@@ -9,7 +9,7 @@ import pytest
 
 from prism_code.llm.machine_speed import MachineSpeed, SpeedCache, host_key, measured_speed
 from prism_code.llm.models import MODELS
-from prism_code.tasks.fim import FimBudget
+from prism_code.tasks.fim import MIDDLE_STEP_LINES, FimBudget
 from prism_code.tasks.model_policy import (
     LARGE,
     LEFT_LINE_TOKENS,
@@ -143,7 +143,8 @@ def test_a_new_line_evaluates_what_the_policy_counts(tmp_path: Path, model_sessi
     try:
         index.update()
         lines = text.split("\n")
-        line = 18  # `    return value * factor + 4`, the cursor at its end
+        line = 48  # `    return value * factor + 9`, the cursor at its end; Enter opens line 49,
+        # whose 0-based number is a multiple of MIDDLE_STEP_LINES: the costliest new line
         left = lines[line - 1]
         completer = Completer(index, model_session, CompletionSettings(retrieval=False, type_through=False))
         model_session.reset()
@@ -152,12 +153,14 @@ def test_a_new_line_evaluates_what_the_policy_counts(tmp_path: Path, model_sessi
         result = completer.complete("scale.py", "\n".join(lines), line + 1, 5)
     finally:
         index.close()
-    left_tokens = len(model_session.tokenize_text(left + "\n"))
+    moved = "\n".join(text.split("\n")[line - MIDDLE_STEP_LINES:line]) + "\n"  # the middle's lines, left
+    assert moved.endswith(left + "\n")
+    moved_tokens = len(model_session.tokenize_text(moved))
     budget = FimBudget()
-    counted = new_line_prompt_tokens(budget) - LEFT_LINE_TOKENS + left_tokens
+    counted = new_line_prompt_tokens(budget) - MIDDLE_STEP_LINES * LEFT_LINE_TOKENS + moved_tokens
     # The count is an upper bound, and a close one: the suffix holds whole lines, and the
     # budget charges each line with its own newline, which the joined text shares with the
-    # next line's indentation (here 233 tokens of the 256 budgeted).
+    # next line's indentation.
     assert 0.85 * counted <= result.encoded <= counted
     assert result.encoded < budget.prefix_tokens  # the lines above stay cached
 

@@ -61,22 +61,6 @@ def search(tmp_path: Path):
     index.close()
 
 
-@pytest.fixture(scope="module")
-def vocab():
-    """The 0.5B model's tokenizer, loaded vocabulary-only (no weights: ~0.3 s)."""
-    import llama_cpp
-
-    from prism_code.llm.models import model_path
-    from prism_code.llm.vocab import ModelVocabulary
-
-    path = model_path("qwen2.5-coder-0.5b")
-    if not path.is_file():
-        pytest.skip("the 0.5B model file is not installed")
-    llm = llama_cpp.Llama(model_path=str(path), vocab_only=True, verbose=False)
-    yield ModelVocabulary(llm, path.name)
-    llm.close()
-
-
 def _huge(search: FunctionSearch):
     return next(f for f in search.search(QUESTION, top=10) if f.qualname == "App.__init__")
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from prism_code.llm.machine_speed import MachineSpeed
 from prism_code.llm.models import DEFAULT_MODEL, MODELS
-from prism_code.tasks.fim import FimBudget
+from prism_code.tasks.fim import MIDDLE_STEP_LINES, FimBudget
 
 AUTO = "auto"
 SMALL = DEFAULT_MODEL  # qwen2.5-coder-0.5b
@@ -33,24 +33,26 @@ KEYSTROKE_PROMPT_TOKENS = 2
 # docs/benchmarks.md, RepoEval section: "decoded tokens p50 9" for a single-line completion
 # (healed tokens included); a first completion on a new line writes a line the same way.
 DECODED_TOKENS_P50 = 9
-# The line the cursor leaves behind moves from the middle into the prefix, so it is
-# evaluated again: a non-blank line of this repository's Python is 11 tokens at the median
-# (13,587 lines, Qwen2.5's tokenizer, which both models share; p95 25).
+# A line that leaves the middle for the prefix is evaluated again: a non-blank line of this
+# repository's Python is 11 tokens at the median (13,587 lines, Qwen2.5's tokenizer, which
+# both models share; p95 25).
 LEFT_LINE_TOKENS = 11
 # <|fim_suffix|> and <|fim_middle|>, around the suffix (tasks/fim.py's layout).
 SUFFIX_MARKERS = 2
 
 
 def new_line_prompt_tokens(budget: FimBudget) -> int:
-    """Tokens a first completion on a new line evaluates again.
+    """Tokens the costliest first completion on a new line evaluates again.
 
-    The cached prompt holds everything up to the line above the one left behind; after it
-    come that line, the suffix (up to the budget's `suffix_tokens` in the middle of a file,
-    tasks/fim.py) and its two markers. tests/test_model_policy.py checks the count against
-    the real Completer: a close upper bound, as the suffix's whole lines rarely fill the
-    budget exactly (233 of 256 tokens there).
+    Enter usually appends the finished line to the middle (1-2 tokens, tasks/fim.py). Once
+    in MIDDLE_STEP_LINES lines the new line opens the middle anew: the lines that opened it
+    move into the prefix, and after them the suffix (up to the budget's `suffix_tokens` in
+    the middle of a file) and its two markers are evaluated again. `auto` charges that line,
+    as a wait the user meets every few lines. tests/test_model_policy.py checks the count
+    against the real Completer: a close upper bound, as the suffix's whole lines rarely fill
+    the budget exactly.
     """
-    return LEFT_LINE_TOKENS + SUFFIX_MARKERS + budget.suffix_tokens
+    return MIDDLE_STEP_LINES * LEFT_LINE_TOKENS + SUFFIX_MARKERS + budget.suffix_tokens
 
 
 def evaluate_ms(speed: MachineSpeed, tokens: int) -> float:
