@@ -72,7 +72,7 @@ class FimLayout:
     """What surrounds the file's own text in the prompt.
 
     The product's layout names the repository and the file (Qwen2.5-Coder's repository-level
-    format) and starts the hole at the line start; the plain layout is the textbook
+    format) and opens the hole up to MIDDLE_STEP_LINES lines above the cursor; the plain layout is the textbook
     `<|fim_prefix|>prefix<|fim_suffix|>suffix<|fim_middle|>` with the hole at the cursor.
     """
 
