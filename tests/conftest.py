@@ -90,3 +90,11 @@ def part_packaged_model(tmp_path: Path,
         return spec, whole
 
     return make
+
+
+@pytest.fixture()
+def calcrepo_search(calcrepo_index):
+    """Find over the calcrepo fixture's index."""
+    from prism_code.tasks.find_function import FunctionSearch
+
+    return FunctionSearch(calcrepo_index)

@@ -9,8 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from prism_code.index import RepoIndex
-from prism_code.tasks.find_function import FunctionSearch
 from prism_code.tasks.find_outcome import FindOutcome, candidate_labels
 from prism_code.tasks.find_prism import (
     STRONG_FIT,
@@ -32,36 +30,30 @@ ORDER_TOTAL = ("Work out what an order costs in all: take the unit prices and ho
 CONTRACT = {"name", "qualname", "path", "start_line", "end_line", "score", "reason", "kind", "scores"}
 
 
-@pytest.fixture()
-def search(tmp_path):
-    index = RepoIndex(FIXTURES / "calcrepo", cache_dir=tmp_path / "cache")
-    index.update()
-    yield FunctionSearch(index)
-    index.close()
-
-
-def test_retrieval_strategy_is_the_search_with_one_event(search):
+def test_retrieval_strategy_is_the_search_with_one_event(calcrepo_search):
     events, rankings = [], []
-    outcome = run_find(FindRequest(ORDER_TOTAL, top=3), search, on_event=events.append, on_ranking=rankings.append)
+    outcome = run_find(FindRequest(ORDER_TOTAL, top=3), calcrepo_search,
+                       on_event=events.append, on_ranking=rankings.append)
     assert isinstance(outcome, FindOutcome)
-    assert [r.qualname for r in outcome.results] == [r.qualname for r in search.search(ORDER_TOTAL, top=3)]
+    retrieval = calcrepo_search.search(ORDER_TOTAL, top=3)
+    assert [r.qualname for r in outcome.results] == [r.qualname for r in retrieval]
     assert outcome.accounting is None
     assert [(e.strategy, e.stage) for e in events] == [("retrieval", "retrieval")]
     # Nothing to refine: the one ranking is the final one.
     assert [(r.done, r.results, r.evidence) for r in rankings] == [(True, outcome.results, ["retrieval"] * 3)]
 
 
-def test_bad_requests_are_clear_errors(search):
+def test_bad_requests_are_clear_errors(calcrepo_search):
     with pytest.raises(ValueError, match="unknown find strategy"):
         FindRequest(ORDER_TOTAL, "grep")
     with pytest.raises(ValueError, match="empty"):
         FindRequest("   ", "prism")
     with pytest.raises(ValueError, match="needs a model session"):
-        run_find(FindRequest(ORDER_TOTAL, "long-context"), search)
+        run_find(FindRequest(ORDER_TOTAL, "long-context"), calcrepo_search)
 
 
 @pytest.mark.model
-def test_a_model_strategy_whose_engine_is_down_answers_with_retrievals_list(search, tmp_path):
+def test_a_model_strategy_whose_engine_is_down_answers_with_retrievals_list(calcrepo_search, tmp_path):
     from prism_code.llm.backend import BackendError
     from prism_code.llm.remote import RemoteSession, RemoteSettings
 
@@ -71,9 +63,9 @@ def test_a_model_strategy_whose_engine_is_down_answers_with_retrievals_list(sear
     rankings = []
     request = FindRequest(ORDER_TOTAL, "prism", top=3, alpha=0.0)
     with RemoteSession(RemoteSettings(url=f"http://127.0.0.1:{port}", connect_timeout=2, n_ctx=4096)) as down:
-        outcome = run_find(request, search, session=down, on_ranking=rankings.append)
+        outcome = run_find(request, calcrepo_search, session=down, on_ranking=rankings.append)
     assert isinstance(outcome.model_error, BackendError)
-    assert outcome.results == run_find(request.as_retrieval(), search).results
+    assert outcome.results == run_find(request.as_retrieval(), calcrepo_search).results
     assert rankings[-1].done and rankings[-1].results == outcome.results
 
 
@@ -88,8 +80,8 @@ def test_answers_are_read_tolerantly_and_never_invent_a_candidate():
     assert parse_function_json("[1, 2]", names) is None
 
 
-def test_an_answer_naming_no_candidate_keeps_retrieval_order(search):
-    found = search.search(ORDER_TOTAL, top=4)
+def test_an_answer_naming_no_candidate_keeps_retrieval_order(calcrepo_search):
+    found = calcrepo_search.search(ORDER_TOTAL, top=4)
     candidates = [CandidateText(f.qualname, f, "") for f in found]
     memory = {found[2].qualname: {"does": "adds numbers", "fit": 3}}
     chosen = parse_function_json('{"function": "compute_total"}', [c.key for c in candidates])
@@ -99,8 +91,8 @@ def test_an_answer_naming_no_candidate_keeps_retrieval_order(search):
     assert all(r.reason for r in ranked)
 
 
-def test_the_memory_moves_a_candidate_above_retrieval_only_on_a_strong_better_fit(search):
-    keys = candidate_labels(search.search(ORDER_TOTAL, top=4))
+def test_the_memory_moves_a_candidate_above_retrieval_only_on_a_strong_better_fit(calcrepo_search):
+    keys = candidate_labels(calcrepo_search.search(ORDER_TOTAL, top=4))
     first, third = keys[0], keys[2]
 
     def entry(fit):
@@ -116,16 +108,16 @@ def test_the_memory_moves_a_candidate_above_retrieval_only_on_a_strong_better_fi
 
 
 @pytest.mark.model
-def test_prism_by_memory_fit_picks_the_described_function_and_reports_progress(search, model_session):
+def test_prism_by_memory_fit_picks_the_described_function_and_reports_progress(calcrepo_search, model_session):
     events = []
     # Small on purpose (4 candidates, 2 steps, one revision each): the machine is a 2-core CPU.
     prism = PrismSettings(chunk_size=2, max_revisions=1, step_tokens=80, evidence="fit", expand_short_queries=False)
-    outcome = run_find(FindRequest(ORDER_TOTAL, "prism", top=4, candidates=4, prism=prism), search,
+    outcome = run_find(FindRequest(ORDER_TOTAL, "prism", top=4, candidates=4, prism=prism), calcrepo_search,
                        session=model_session, on_event=events.append)
     # Which function the 0.5B model picks is measured by the RepoQA benchmark, not asserted here:
     # the answer must be a candidate the pass kept, named first, with the others still listed.
     first = outcome.results[0]
-    retrieval_first = search.search(ORDER_TOTAL, top=1)[0]
+    retrieval_first = calcrepo_search.search(ORDER_TOTAL, top=1)[0]
     memory = outcome.stats["memory"]
     if outcome.stats["chosen_by"].startswith("answer"):
         # The model overrode retrieval: only with a strong fit above retrieval's first.
@@ -146,16 +138,16 @@ def test_prism_by_memory_fit_picks_the_described_function_and_reports_progress(s
 
 
 @pytest.mark.model
-def test_prism_by_likelihood_keeps_the_described_function_first(search, model_session):
+def test_prism_by_likelihood_keeps_the_described_function_first(calcrepo_search, model_session):
     events, rankings = [], []
     prism = PrismSettings(noted=2, noted_chunk=1, max_revisions=1, step_tokens=80, short_query_evidence="body",
                           expand_short_queries=False)
-    outcome = run_find(FindRequest(ORDER_TOTAL, "prism", top=4, candidates=4, prism=prism), search,
+    outcome = run_find(FindRequest(ORDER_TOTAL, "prism", top=4, candidates=4, prism=prism), calcrepo_search,
                        session=model_session, on_event=events.append, on_ranking=rankings.append)
     # Anytime: retrieval's ranking first, one more per candidate scored, then the final one.
     assert [(r.scored, r.total, r.done) for r in rankings] == [(0, 4, False), (1, 4, False), (2, 4, False),
                                                                (3, 4, False), (4, 4, False), (4, 4, True)]
-    assert [r.qualname for r in rankings[0].results] == [r.qualname for r in search.search(ORDER_TOTAL, top=4)]
+    assert [r.qualname for r in rankings[0].results] == [r.qualname for r in calcrepo_search.search(ORDER_TOTAL, top=4)]
     assert rankings[0].evidence == ["retrieval"] * 4
     assert rankings[1].evidence.count("model") == 1 and rankings[4].evidence == ["model"] * 4
     assert "description log-prob" in rankings[1].results[0].reason
@@ -181,11 +173,11 @@ def test_prism_by_likelihood_keeps_the_described_function_first(search, model_se
 
 
 @pytest.mark.model
-def test_prism_reads_a_sentence_against_the_candidates_signatures(search, model_session):
+def test_prism_reads_a_sentence_against_the_candidates_signatures(calcrepo_search, model_session):
     rankings = []
     prism = PrismSettings(noted=1, noted_chunk=1, max_revisions=1, step_tokens=60, expand_short_queries=False)
-    outcome = run_find(FindRequest("Total price of an order.", "prism", top=4, candidates=4, prism=prism), search,
-                       session=model_session, on_ranking=rankings.append)
+    request = FindRequest("Total price of an order.", "prism", top=4, candidates=4, prism=prism)
+    outcome = run_find(request, calcrepo_search, session=model_session, on_ranking=rankings.append)
     pmi = outcome.stats["signature_pmi"]
     assert set(pmi) == {r.qualname for r in outcome.results} and "likelihood" not in outcome.stats
     assert max(pmi, key=pmi.get) == "total_price" == outcome.results[0].qualname
@@ -197,11 +189,11 @@ def test_prism_reads_a_sentence_against_the_candidates_signatures(search, model_
 
 
 @pytest.mark.model
-def test_prism_searches_a_sentence_with_the_models_guess_at_its_code(search, model_session):
+def test_prism_searches_a_sentence_with_the_models_guess_at_its_code(calcrepo_search, model_session):
     events, rankings = [], []
     sentence = "Total price of an order."
     prism = PrismSettings(noted=1, noted_chunk=1, max_revisions=1, step_tokens=60, expand_short_queries=True)
-    outcome = run_find(FindRequest(sentence, "prism", top=4, candidates=4, prism=prism), search,
+    outcome = run_find(FindRequest(sentence, "prism", top=4, candidates=4, prism=prism), calcrepo_search,
                        session=model_session, on_event=events.append, on_ranking=rankings.append)
     guess = outcome.stats["expansion"]
     assert "def " in guess and "```" not in guess  # code, fences taken off
@@ -209,9 +201,9 @@ def test_prism_searches_a_sentence_with_the_models_guess_at_its_code(search, mod
     # which is what the signatures are read from.
     assert [e.stage for e in events[:2]] == ["retrieval", "expansion"]
     assert [(r.scored, r.done) for r in rankings[:2]] == [(0, False), (0, False)]
-    assert [r.qualname for r in rankings[0].results] == [r.qualname for r in search.search(sentence, top=4)]
+    assert [r.qualname for r in rankings[0].results] == [r.qualname for r in calcrepo_search.search(sentence, top=4)]
     assert [r.qualname for r in rankings[1].results] == [
-        r.qualname for r in search.search(sentence, top=4, expansion=guess)]
+        r.qualname for r in calcrepo_search.search(sentence, top=4, expansion=guess)]
     assert set(outcome.stats["signature_pmi"]) == {r.qualname for r in rankings[1].results}
     assert outcome.results[0].qualname == "total_price"
     assert [e.done for e in events] == sorted(e.done for e in events) and events[-1].done == events[-1].total
@@ -239,15 +231,15 @@ def test_one_read_candidate_goes_first_only_when_it_beats_retrievals_first_by_th
 
 
 @pytest.mark.model
-def test_prism_reads_a_long_description_against_signatures_then_a_shortlist_of_bodies(search, model_session):
+def test_prism_reads_a_long_description_against_signatures_then_a_shortlist_of_bodies(calcrepo_search, model_session):
     rankings = []
     prism = PrismSettings(noted=1, noted_chunk=1, max_revisions=1, step_tokens=60, long_query_bodies=2)
-    outcome = run_find(FindRequest(ORDER_TOTAL_LONG, "prism", top=4, candidates=4, prism=prism), search,
+    outcome = run_find(FindRequest(ORDER_TOTAL_LONG, "prism", top=4, candidates=4, prism=prism), calcrepo_search,
                        session=model_session, on_ranking=rankings.append)
     pmi, likelihood = outcome.stats["signature_pmi"], outcome.stats["likelihood"]
     assert set(pmi) == {r.qualname for r in outcome.results}
     # Bodies read: retrieval's first and the other whose header the description raised most.
-    retrieval_order = [r.qualname for r in search.search(ORDER_TOTAL_LONG, top=4)]
+    retrieval_order = [r.qualname for r in calcrepo_search.search(ORDER_TOTAL_LONG, top=4)]
     best_other = max(retrieval_order[1:], key=pmi.get)
     assert list(likelihood) == [q for q in retrieval_order if q in {retrieval_order[0], best_other}]
     assert outcome.results[0].qualname == "total_price"
@@ -257,17 +249,17 @@ def test_prism_reads_a_long_description_against_signatures_then_a_shortlist_of_b
 
 
 @pytest.mark.model
-def test_long_context_reads_the_whole_small_repository(search, model_session):
-    outcome = run_find(FindRequest(ORDER_TOTAL, "long-context"), search, session=model_session)
+def test_long_context_reads_the_whole_small_repository(calcrepo_search, model_session):
+    outcome = run_find(FindRequest(ORDER_TOTAL, "long-context"), calcrepo_search, session=model_session)
     assert outcome.stats["whole_repository"] is True
     assert outcome.results[0].qualname == "total_price"
     assert "whole repository" in outcome.results[0].reason
 
 
 @pytest.mark.model
-def test_long_context_over_budget_falls_back_to_what_retrieval_fits(search, model_session):
+def test_long_context_over_budget_falls_back_to_what_retrieval_fits(calcrepo_search, model_session):
     request = FindRequest(ORDER_TOTAL, "long-context", long_context=LongContextSettings(token_budget=60))
-    outcome = run_find(request, search, session=model_session)
+    outcome = run_find(request, calcrepo_search, session=model_session)
     assert outcome.stats["whole_repository"] is False
     assert 1 <= outcome.stats["functions_in_context"] < 8
     assert outcome.stats["code_tokens"] <= 60
