@@ -256,6 +256,15 @@ def file_positions(paths: tuple[str, ...]) -> tuple[list[str], np.ndarray, froze
     return files, ids, frozenset().union(*(path_words(p) for p in files))
 
 
+@lru_cache(maxsize=8)
+def words_by_initial(words: frozenset[str]) -> dict[str, tuple[str, ...]]:
+    """The words grouped by their first letter, sorted (worked out once per corpus)."""
+    out: dict[str, list[str]] = {}
+    for word in sorted(words):
+        out.setdefault(word[:1], []).append(word)
+    return {initial: tuple(group) for initial, group in out.items()}
+
+
 @lru_cache(maxsize=1 << 16)
 def own_name(qualname: str) -> str:
     """A definition's own name, squashed: what a spelled or mentioned name must equal."""
@@ -273,8 +282,10 @@ def ranking_signals(query: str, qualnames: Sequence[str], paths: Sequence[str], 
     exact = QUALIFIER.split(query.strip())[-1]
     keep_auxiliary = bool(terms & ASKS_FOR_AUXILIARY)
     files, ids, vocabulary = file_positions(tuple(paths))
-    # The path words each query word names, looked up once in every file's words.
-    named = {t: frozenset(w for w in vocabulary if w == t or loosely_matches(t, w)) for t in terms}
+    # The path words each query word names, looked up once in every file's words (those with
+    # its first letter: every way of matching begins with it).
+    by_initial = words_by_initial(vocabulary)
+    named = {t: frozenset(w for w in by_initial.get(t[:1], ()) if w == t or loosely_matches(t, w)) for t in terms}
     path_matches = {path: sorted(t for t in terms if not named[t].isdisjoint(path_words(path)))
                     for path in files}
     auxiliary = {path: not keep_auxiliary and is_auxiliary(path) for path in files}
