@@ -247,12 +247,12 @@ def mention_share(qualname: str, path: str, mentions: tuple[tuple[str, ...], ...
 
 
 @dataclass(frozen=True)
-class FileTable:
-    """What the path signals read of a corpus's files, worked out once per corpus: every query
-    reads it."""
+class FileWords:
+    """What the path signals read of a corpus's files: worked out once per list of files, which
+    an edit inside a file leaves as it was."""
 
     files: list[str]  # each file once, in the order of its first unit
-    ids: np.ndarray  # each unit's file's position in `files`
+    position: dict[str, int]  # a file -> its place in `files`
     words: frozenset[str]  # every path word
     by_initial: dict[str, tuple[str, ...]]  # the path words by their first letter
     holders: dict[str, tuple[int, ...]]  # a path word -> the files (positions) whose path has it
@@ -260,10 +260,7 @@ class FileTable:
     auxiliary_mask: np.ndarray  # bool, per file
 
     @classmethod
-    def of(cls, paths: tuple[str, ...]) -> FileTable:
-        files = list(dict.fromkeys(paths))
-        position = {path: k for k, path in enumerate(files)}
-        ids = np.fromiter(map(position.__getitem__, paths), dtype=np.int64, count=len(paths))
+    def of(cls, files: tuple[str, ...]) -> FileWords:
         holders: dict[str, list[int]] = {}
         for k, path in enumerate(files):
             for word in path_words(path):
@@ -272,19 +269,28 @@ class FileTable:
         for word in sorted(holders):
             by_initial.setdefault(word[:1], []).append(word)
         mask = np.fromiter(map(is_auxiliary, files), dtype=bool, count=len(files))
-        return cls(files, ids, frozenset(holders), {i: tuple(w) for i, w in by_initial.items()},
-                   {w: tuple(k) for w, k in holders.items()}, {files[k]: True for k in np.flatnonzero(mask)}, mask)
+        return cls(list(files), {path: k for k, path in enumerate(files)}, frozenset(holders),
+                   {i: tuple(w) for i, w in by_initial.items()}, {w: tuple(k) for w, k in holders.items()},
+                   {files[k]: True for k in np.flatnonzero(mask)}, mask)
 
 
 @lru_cache(maxsize=8)
-def file_table(paths: tuple[str, ...]) -> FileTable:
-    return FileTable.of(paths)
+def file_words(files: tuple[str, ...]) -> FileWords:
+    return FileWords.of(files)
+
+
+@lru_cache(maxsize=8)
+def file_table(paths: tuple[str, ...]) -> tuple[FileWords, np.ndarray]:
+    """The corpus's files and each unit's file's position among them (once per corpus: every
+    query reads them)."""
+    table = file_words(tuple(dict.fromkeys(paths)))
+    return table, np.fromiter(map(table.position.__getitem__, paths), dtype=np.int64, count=len(paths))
 
 
 def file_positions(paths: tuple[str, ...]) -> tuple[list[str], np.ndarray, frozenset[str]]:
     """(each file once, each unit's file's position among them, every path word)."""
-    table = file_table(paths)
-    return table.files, table.ids, table.words
+    table, ids = file_table(paths)
+    return table.files, ids, table.words
 
 
 @lru_cache(maxsize=1 << 16)
@@ -303,8 +309,8 @@ def ranking_signals(query: str, qualnames: Sequence[str], paths: Sequence[str], 
     mentioned_last = {parts[-1] for parts in mentions}
     exact = QUALIFIER.split(query.strip())[-1]
     keep_auxiliary = bool(terms & ASKS_FOR_AUXILIARY)
-    table = file_table(tuple(paths))
-    files, ids = table.files, table.ids
+    table, ids = file_table(tuple(paths))
+    files = table.files
     # The files whose path words each query word names (only path words with its first letter
     # can match it): worked out per word, never per file, since most files match none.
     matched: dict[int, list[str]] = {}
