@@ -341,22 +341,34 @@ class _Rows:
     name_bags: list[TermBag]
     paths: tuple[str, ...]
     qualnames: tuple[str, ...]
-    lexical: BagRun
-    names: BagRun
+
+    # A block's bags are joined when it is spliced into a corpus that already has the others'
+    # (after an edit): a first corpus joins every row's bags at once.
+    @cached_property
+    def lexical(self) -> BagRun:
+        return BagRun.of(self.bags)
+
+    @cached_property
+    def names(self) -> BagRun:
+        return BagRun.of(self.name_bags)
 
     @classmethod
     def of(cls, fragments: list[Fragment], order: list[str], rows: Sequence[_Row]) -> _Rows:
+        if not rows:  # most files have no type or no file unit: one shared empty block
+            return _NO_ROWS
         bags, name_bags = [r[5] for r in rows], [r[6] for r in rows]
         return cls(fragments, order, [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows],
                    [r[3] for r in rows], [r[4] for r in rows], bags, name_bags,
-                   tuple(f.path for f in fragments), tuple(f.qualname for f in fragments),
-                   BagRun.of(bags), BagRun.of(name_bags))
+                   tuple(f.path for f in fragments), tuple(f.qualname for f in fragments))
 
     def rows(self) -> list[_Row]:
         return list(zip(self.code, self.docs, self.definitions, self.cards, self.tokens, self.bags, self.name_bags))
 
     def part(self, start: int, stop: int) -> _Rows:
         return _Rows.of(self.fragments[start:stop], self.order[start:stop], self.rows()[start:stop])
+
+
+_NO_ROWS = _Rows([], [], [], [], [], [], [], [], [], (), ())
 
 
 @dataclass(frozen=True)
@@ -457,8 +469,10 @@ class _Layout:
             else:
                 pieces.append((k, k + 1))
 
-        if previous is not None:
-            pieces = [p if isinstance(p, _Rows) else (previous.starts[p[0]], previous.starts[p[1]]) for p in pieces]
+        if previous is None:
+            return cls(blocks, starts, pieces, BagRun.of(list(chain.from_iterable([b.bags for b in blocks]))),
+                       BagRun.of(list(chain.from_iterable([b.name_bags for b in blocks]))))
+        pieces = [p if isinstance(p, _Rows) else (previous.starts[p[0]], previous.starts[p[1]]) for p in pieces]
         lexical: list[BagRun] = []
         names: list[BagRun] = []
         for piece in pieces:
@@ -466,7 +480,6 @@ class _Layout:
                 lexical.append(piece.lexical)
                 names.append(piece.names)
             else:
-                assert previous is not None
                 lexical.append(previous.lexical.part(*piece))
                 names.append(previous.names.part(*piece))
         return cls(blocks, starts, pieces, BagRun.joined(lexical), BagRun.joined(names))
