@@ -293,7 +293,8 @@ class _Scanner:
                 self._consider(rel, tracked=rel in tracked)
         else:
             for rel in self._walk():
-                self._consider(rel, tracked=False)
+                # Made of directory entries' names: a plain path by construction.
+                self._consider(rel, tracked=False, plain=True)
         self.files.sort(key=lambda f: f.path)
         self.skipped.sort(key=lambda s: (s.path, s.reason))
         self._log_summary(used_git)
@@ -318,13 +319,13 @@ class _Scanner:
 
     # -- per-file checks, shared by both listing modes --
 
-    def _consider(self, rel: str, tracked: bool) -> None:
+    def _consider(self, rel: str, tracked: bool, plain: bool = False) -> None:
         if rel.endswith("/"):
             # git lists an untracked nested repository as a directory entry.
             if self.is_source(rel.rstrip("/")):
                 self._skip(rel.rstrip("/"), "nested git repository (not indexed)")
             return
-        if not safe_read.is_plain(rel):
+        if not plain and not safe_read.is_plain(rel):
             # Only git's output can hold one; a path must not lead out of the workspace.
             self._skip(rel, "not a path inside the workspace")
             return
