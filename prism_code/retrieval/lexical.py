@@ -11,7 +11,7 @@ bags of consecutive documents are kept joined (`BagRun`: find's corpus keeps eve
 joined, and one run per file and kind of unit), so an edit costs a few concatenations, not
 one per document. Every weight depends on the corpus's document count, document frequencies
 and mean length, which any edit moves, so the weights themselves are recomputed each time,
-in vectorized numpy (about 1 ms for 150,000 postings).
+in vectorized numpy (about 1.5 ms for 150,000 postings).
 """
 
 from __future__ import annotations

@@ -141,13 +141,14 @@ class FoundFunction:
 class FunctionCorpus:
     """The searchable form of the index's functions; rebuilt when the index changes.
 
-    The corpus is kept per file (`_FileRows`): each file's rows of each kind, with their
-    cards, tokens and term bags, and those bags joined into one array run. A rebuild after a
+    The corpus is kept per file (`_FileRows`: each file's rows of each kind, with their cards,
+    tokens and term bags) and laid out as blocks of those rows (`_Layout`). A rebuild after a
     one-file edit recomputes that file's rows (reusing the card, tokens and bags of every
-    function of it whose text is the same, so BM25 is reassembled from bags, not
-    re-tokenized) and joins every file's runs into the BM25 matrices: one concatenation per
-    file, not one Python step per row. When no file changed at all (the relations phase of an
-    update only moves related sets) everything is reused.
+    function of it whose text is the same, so BM25 is reassembled from bags, not re-tokenized)
+    and splices them into the previous corpus's joined bags, rows, paths and names: a few
+    concatenations, whatever the number of files (docs/decisions.md). The rows keep the order
+    a corpus built from scratch has, so the ranking is the same. When no file changed at all
+    (the relations phase of an update only moves related sets) everything is reused.
     """
 
     fragments: list[Fragment]
