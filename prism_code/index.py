@@ -26,7 +26,7 @@ import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +41,8 @@ from prism_code.fragments import (
     file_fragments,
     file_units,
     fragment_text,
+    function_key,
+    is_function,
     type_fragments,
 )
 from prism_code.graph import CodeGraph
@@ -113,8 +115,32 @@ def _definition_hashes(lines: dict[str, list[str]], pf: ParsedFile) -> dict[str,
             for d in pf.definitions}
 
 
-def _count_functions(fragments: dict[str, Fragment]) -> int:
-    return sum(1 for f in fragments.values() if f.kind == FUNCTION)
+def _count_functions(fragments: Iterable[Fragment]) -> int:
+    return sum(1 for f in fragments if f.kind == FUNCTION)
+
+
+def _keys_by_path(fragments: Iterable[Fragment]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for f in fragments:
+        out.setdefault(f.path, []).append(f.key)
+    return out
+
+
+@dataclass(frozen=True)
+class _FileFindUnits:
+    """How many type units and file units one file gives find (the summary counts them), kept
+    while the file's parse and lines are the same objects: an edit recounts its own file."""
+
+    parsed: ParsedFile
+    lines: list[str]
+    types: int
+    file_units: int
+
+    @classmethod
+    def of(cls, pf: ParsedFile, lines: list[str]) -> _FileFindUnits:
+        # A type named as a function of its file is not a unit of its own (type_fragments).
+        functions = {function_key(pf.path, d.qualname) for d in pf.definitions if is_function(d)}
+        return cls(pf, lines, len(type_fragments([pf], functions)), len(file_units([pf], {pf.path: lines})))
 
 
 @dataclass(frozen=True)
@@ -186,6 +212,10 @@ class RepoIndex:
         self.related = RelatedSets()
         # Published with `fragments`: a status poll should not walk them.
         self.function_count = 0
+        # Each file's fragment keys, kept with `fragments` so an update finds a file's own
+        # without walking every fragment of the repository.
+        self._keys_by_path: dict[str, list[str]] = {}
+        self._find_units: dict[str, _FileFindUnits] = {}  # path -> its counts for the summary
         self.generation = 0  # bumped on every change so derived caches know to rebuild
         # Held while the graph changes and while state is swapped; readers of the graph take it.
         self.lock = threading.RLock()
@@ -215,7 +245,8 @@ class RepoIndex:
         with self.lock:
             self.graph = stored.graph
             self.lines, self.fragments, self.related = stored.lines, stored.fragments, stored.related
-            self.function_count = _count_functions(stored.fragments)
+            self.function_count = _count_functions(stored.fragments.values())
+            self._keys_by_path = _keys_by_path(stored.fragments.values())
             self._dirty = stored.dirty
             self._token = stored.token
             self.generation += 1
@@ -450,12 +481,22 @@ class RepoIndex:
         summary.files = len(self.lines)
         summary.lines = sum(len(v) for v in self.lines.values())
         summary.functions = self.function_count
-        summary.types = len(type_fragments(self.graph.parsed.values(),
-                                           {f.key for f in self.fragments.values() if f.kind == FUNCTION}))
-        summary.file_units = len(file_units(self.graph.parsed.values(),
-                                            self.lines))
+        summary.types, summary.file_units = self._count_find_units()
         summary.fragments = len(self.fragments)
         return summary
+
+    def _count_find_units(self) -> tuple[int, int]:
+        """(type units, file units) find searches besides the functions, recounting only the
+        files whose parse or lines changed since the last count."""
+        counts = {}
+        for path, pf in self.graph.parsed.items():
+            lines = self.lines.get(path, [])
+            kept = self._find_units.get(path)
+            if kept is None or kept.parsed is not pf or kept.lines is not lines:
+                kept = _FileFindUnits.of(pf, lines)
+            counts[path] = kept
+        self._find_units = counts
+        return sum(c.types for c in counts.values()), sum(c.file_units for c in counts.values())
 
     def _within_line_limit(self, diff: ScanDiff, summary: IndexSummary) -> list[LoadedFile]:
         """The added and changed files that fit the repository's line limit, in path order;
@@ -490,11 +531,13 @@ class RepoIndex:
         during an update sees one consistent index, never a half-applied one.
         """
         changed_paths = {item.path for item, _, _ in parsed} | set(removed)
-        old_fragments = {f.key: f for f in self.fragments.values() if f.path in changed_paths}
+        keys_by_path = dict(self._keys_by_path)
+        old_fragments = {k: self.fragments[k] for path in changed_paths for k in keys_by_path.pop(path, ())}
         new_fragments: list[Fragment] = []
         for _, _, pf in parsed:
             new_fragments += file_fragments(pf, self.config.window_lines, self.config.window_stride)
         new_by_key = {f.key: f for f in new_fragments}
+        keys_by_path.update(_keys_by_path(new_by_key.values()))
         # A fragment that came back with the same nodes relates as before unless the graph
         # around it changed: after a one-line edit most of a file's fragments are such.
         changed = [f for k, f in old_fragments.items()
@@ -516,14 +559,16 @@ class RepoIndex:
             for _, text, pf in parsed:
                 lines[pf.path] = text.split("\n")
             fragments.update(new_by_key)
-            function_count = _count_functions(fragments)
+            function_count = (self.function_count - _count_functions(old_fragments.values())
+                              + _count_functions(new_by_key.values()))
             dropped = set(old_fragments) - set(fragments)
             # Until phase 2, a changed fragment keeps its previous related set.
             for key in dropped:
                 related.pop(key, None)
             owed = Dirty(changed={f.key for f in changed},
+                         # The windows near a changed one are in its file, whose fragments are new.
                          recompute=set(fragments) if everything else context_neighbours(
-                             fragments, changed, self.config),
+                             new_by_key, changed, self.config),
                          # The strengths a leaf changes are those to the leaf itself: the
                          # rows of the changed fragments holding it carry them (phase 2).
                          nodes=set() if everything else touched - graph.last_leaf_only)
@@ -551,6 +596,7 @@ class RepoIndex:
             self.graph = graph
             self.lines, self.fragments, self.related = lines, fragments, related
             self.function_count = function_count
+            self._keys_by_path = keys_by_path
             self._dirty = self._dirty.merged(owed)
             self._token = token
             self.generation += 1

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from prism_code.index import RepoIndex
+from prism_code.retrieval.tokenize import query_tokens
 from prism_code.tasks.find_function import FunctionCorpus, FunctionSearch
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -60,6 +61,92 @@ def test_a_corpus_rebuilt_after_edits_to_types_and_plain_files_equals_a_cold_one
     warm, cold = search.corpus, FunctionCorpus(index)
     assert [f.key for f in warm.fragments] == [f.key for f in cold.fragments]
     assert warm.code == cold.code and warm.docs == cold.docs and warm.tokens == cold.tokens
+
+
+# Queries over the multilang fixture and the edits below: words of names, bodies, doc comments.
+EDIT_QUERIES = ["add an item to the inventory", "store counts in memory", "area of a circle",
+                "sales tax on an amount", "ledger entries in posting order", "Inventory", "helper data path",
+                "cart total price", "radius", "option settings"]
+
+
+def _ranked(search: FunctionSearch, query: str) -> list[tuple[str, str, float]]:
+    return [(f.path, f.qualname, f.score) for f in search.search(query, top=30)]
+
+
+def _assert_ranks_like_a_cold_build(index: RepoIndex, search: FunctionSearch) -> None:
+    warm, cold = search.corpus, FunctionCorpus(index.snapshot())
+    assert warm is not cold and warm.generation == index.generation
+    keys = [f.key for f in warm.fragments]
+    assert keys == [f.key for f in cold.fragments]
+    # The function rows are the index's functions, in its order; the type and file units follow.
+    assert keys[:len(index.functions())] == [f.key for f in index.functions()]
+    assert warm.code == cold.code and warm.docs == cold.docs and warm.tokens == cold.tokens
+    assert warm.unit_paths == cold.unit_paths and warm.unit_names == cold.unit_names
+    for query in EDIT_QUERIES:
+        terms = query_tokens(query)
+        np.testing.assert_allclose(warm.lexical.scores(terms), cold.lexical.scores(terms), rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(warm.names.scores(terms), cold.names.scores(terms), rtol=1e-6, atol=1e-7)
+        assert _ranked(search, query) == _ranked(FunctionSearch(index, None), query)
+
+
+def test_every_kind_of_edit_leaves_a_corpus_that_ranks_like_a_cold_build(index: RepoIndex):
+    """The corpus is updated per file (the edited file's rows rebuilt, every other file's kept);
+    after each edit, through the index's own update, it must rank as one built from scratch."""
+    search = FunctionSearch(index, None)
+    search.search("area of a circle")
+    root = index.root
+    core = root / "pkg" / "core.py"
+    edits = [
+        # A function's body.
+        lambda: core.write_text(core.read_text().replace("scaled = helper(count)", "scaled = helper(count) * 2")),
+        # A function added to a file, a new file with a type, a file deleted.
+        lambda: (root / "go" / "store" / "store.go").write_text(
+            (root / "go" / "store" / "store.go").read_text()
+            + "\n// Reset empties the store of its item counts.\nfunc (s *Store) Reset() {\n\ts.items = nil\n}\n"),
+        lambda: (root / "pkg" / "ledger.py").write_text(
+            "class Ledger:\n    \"\"\"Entries in posting order.\"\"\"\n\n"
+            "    def post(self, entry):\n        self.entries.append(entry)\n"),
+        lambda: (root / "tools" / "report.py").unlink(),
+        # A doc comment above a definition alone, then a type's fields.
+        lambda: (root / "go" / "store" / "store.go").write_text(
+            (root / "go" / "store" / "store.go").read_text().replace(
+                "// New returns an empty store.", "// New returns an empty store of item counts in memory.")),
+        lambda: (root / "rust" / "src" / "geo" / "circle.rs").write_text(
+            (root / "rust" / "src" / "geo" / "circle.rs").read_text().replace(
+                "pub radius: f64,", "pub radius: f64,\n    pub label: String,")),
+        # A file that defines nothing, searched whole; then a file whose functions all go.
+        lambda: (root / "pkg" / "settings.py").write_text("".join(f"OPTION_{n} = {n}\n" for n in range(8))),
+        lambda: core.write_text('"""Core inventory model, emptied."""\n'),
+    ]
+    for edit in edits:
+        before = search.corpus
+        edit()
+        index.update()
+        _assert_ranks_like_a_cold_build(index, search)
+        # Incrementally: the files the edit did not touch kept their rows.
+        kept = [path for path, rows in search.corpus._files.items() if before._files.get(path) is rows]
+        assert len(kept) >= len(before._files) - 1
+
+
+def test_files_whose_function_keys_interleave_keep_the_corpus_in_key_order(tmp_path: Path):
+    """A path that is another's followed by '#' puts its keys ('util.py#x.py#name') among the
+    other file's ('util.py#name'): the rows are still in key order, after edits as cold."""
+    root = tmp_path / "repo"
+    (root / "pkg").mkdir(parents=True)
+    (root / "pkg" / "util.py").write_text("def alpha():\n    return 1\n\n\ndef zulu():\n    return 2\n")
+    (root / "pkg" / "util.py#x.py").write_text("def mike():\n    return 3\n")
+    idx = RepoIndex(root, cache_dir=tmp_path / "cache")
+    try:
+        idx.update()
+        search = FunctionSearch(idx, None)
+        assert [f.qualname for f in search.corpus.fragments] == ["alpha", "mike", "zulu"]
+        (root / "pkg" / "util.py").write_text("def alpha():\n    return 1\n\n\ndef yankee():\n    return 4\n")
+        idx.update()
+        assert [f.qualname for f in search.corpus.fragments] == ["alpha", "mike", "yankee"]
+        assert [f.key for f in search.corpus.fragments] == [f.key for f in FunctionCorpus(idx).fragments]
+        assert search.search("mike")[0].path == "pkg/util.py#x.py"
+    finally:
+        idx.close()
 
 
 def test_relations_finished_later_reach_the_rerank(index: RepoIndex):

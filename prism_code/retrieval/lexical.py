@@ -6,7 +6,12 @@ the index is built with vectorized scipy operations rather than through
 intersection per document), which took ~4x longer than this on 15,000 documents of
 150 tokens (0.3 s against 0.8-1.0 s). Each document becomes a bag of term ids over
 a vocabulary that only grows, so a caller that keeps its bags rebuilds the index after
-an edit by concatenating arrays: only the changed documents are mapped to ids again.
+an edit by concatenating arrays: only the changed documents are mapped to ids again. The
+bags of consecutive documents are kept joined (`BagRun`: find's corpus keeps every row's
+joined, and one run per file and kind of unit), so an edit costs a few concatenations, not
+one per document. Every weight depends on the corpus's document count, document frequencies
+and mean length, which any edit moves, so the weights themselves are recomputed each time,
+in vectorized numpy (about 1.5 ms for 150,000 postings).
 """
 
 from __future__ import annotations
@@ -58,6 +63,50 @@ class TermNumbering:
 
 
 @dataclass(frozen=True)
+class BagRun:
+    """Consecutive documents' bags joined into arrays. An index is made from one run; a run is
+    joined from others (one concatenation per run, whatever its number of documents) and cut
+    into stretches of documents, so a corpus after an edit is the previous one's run cut around
+    the edited file's documents and joined again with that file's new run."""
+
+    ids: np.ndarray  # int32: each document's term ids, one document after the other
+    counts: np.ndarray  # float32, same length
+    lengths: np.ndarray  # int64: each document's length in tokens
+    offsets: np.ndarray  # int64, one more than documents: where each document's terms start in `ids`
+
+    @classmethod
+    def of(cls, bags: Sequence[TermBag]) -> BagRun:
+        n = len(bags)
+        offsets = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.fromiter((len(bag.ids) for bag in bags), dtype=np.int64, count=n), out=offsets[1:])
+        return cls(
+            np.concatenate([bag.ids for bag in bags]) if n else np.zeros(0, np.int32),
+            np.concatenate([bag.counts for bag in bags]) if n else np.zeros(0, np.float32),
+            np.fromiter((bag.length for bag in bags), dtype=np.int64, count=n), offsets)
+
+    @classmethod
+    def joined(cls, runs: Sequence[BagRun]) -> BagRun:
+        if len(runs) == 1:
+            return runs[0]
+        if not runs:
+            return cls.of([])
+        sizes = np.concatenate([np.diff(run.offsets) for run in runs])
+        offsets = np.zeros(len(sizes) + 1, dtype=np.int64)
+        np.cumsum(sizes, out=offsets[1:])
+        return cls(np.concatenate([run.ids for run in runs]), np.concatenate([run.counts for run in runs]),
+                   np.concatenate([run.lengths for run in runs]), offsets)
+
+    def __len__(self) -> int:
+        return len(self.lengths)
+
+    def part(self, start: int, stop: int) -> BagRun:
+        """Documents start..stop (views of this run's arrays)."""
+        first, last = int(self.offsets[start]), int(self.offsets[stop])
+        return BagRun(self.ids[first:last], self.counts[first:last], self.lengths[start:stop],
+                      self.offsets[start:stop + 1] - first)
+
+
+@dataclass(frozen=True)
 class ColumnArrays:
     """A canonical CSC matrix as its three arrays, which is all `LexicalIndex.scores` reads:
     the saved copy (tasks/corpus_files.py) opens its memory-mapped arrays as this, so a find
@@ -86,13 +135,13 @@ class LexicalIndex:
     @classmethod
     def from_bags(cls, bags: Sequence[TermBag], vocabulary: TermNumbering,
                   k1: float = K1, b: float = B) -> LexicalIndex:
-        n_docs, n_vocab = len(bags), len(vocabulary)
-        doc_lens = np.fromiter((bag.length for bag in bags), dtype=np.int64, count=n_docs)
-        indptr = np.zeros(n_docs + 1, dtype=np.int64)
-        np.cumsum([len(bag.ids) for bag in bags], out=indptr[1:])
-        empty_ids, empty_counts = np.zeros(0, np.int32), np.zeros(0, np.float32)
-        indices = np.concatenate([bag.ids for bag in bags]) if n_docs else empty_ids
-        tf = np.concatenate([bag.counts for bag in bags]) if n_docs else empty_counts
+        return cls.from_run(BagRun.of(bags), vocabulary, k1, b)
+
+    @classmethod
+    def from_run(cls, run: BagRun, vocabulary: TermNumbering, k1: float = K1, b: float = B) -> LexicalIndex:
+        """The index of the run's documents, in order."""
+        n_vocab, n_docs = len(vocabulary), len(run)
+        doc_lens, indptr, indices, tf = run.lengths, run.offsets, run.ids, run.counts
 
         df = np.bincount(indices, minlength=n_vocab)
         idf = np.log1p((n_docs - df + 0.5) / (df + 0.5)).astype(np.float32)

@@ -8,11 +8,14 @@ answers alone, so search never waits for the embedding pass.
 
 from __future__ import annotations
 
+import heapq
 import time
-from collections.abc import Mapping, Sequence
+from bisect import bisect_right
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from itertools import accumulate, chain
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import numpy as np
 
@@ -24,12 +27,13 @@ from prism_code.fragments import (
     fragment_text,
     function_key,
     is_file_unit,
+    is_function,
     type_fragments,
 )
 from prism_code.parse.model import Definition, ParsedFile
 from prism_code.retrieval.dense import Embedder, cosine_scores
 from prism_code.retrieval.fusion import SECTION_COMPONENTS, fuse, fusion_weights, reciprocal_rank_fusion
-from prism_code.retrieval.lexical import LexicalIndex, TermBag, TermNumbering
+from prism_code.retrieval.lexical import BagRun, LexicalIndex, TermBag, TermNumbering
 from prism_code.retrieval.markup import plain_text
 from prism_code.retrieval.query_sections import split_sections
 from prism_code.retrieval.tokenize import code_tokens, query_tokens
@@ -60,6 +64,8 @@ COMPONENTS = ("bm25", "bm25_name", "dense_code", "dense_card")
 # units), their text or the BM25 matrices change, so a corpus saved by an earlier version
 # (tasks/corpus_files.py) is rebuilt rather than read. 2: types as find units.
 CORPUS_VERSION = 3
+
+T = TypeVar("T")
 
 
 def name_field(fragment: Fragment, definition: Definition | None, callees: Sequence[str]) -> list[str]:
@@ -135,73 +141,91 @@ class FoundFunction:
 class FunctionCorpus:
     """The searchable form of the index's functions; rebuilt when the index changes.
 
-    A rebuild after a one-file edit reuses what did not change: the card, tokens and
-    term bag of every function whose text is the same (so BM25 is reassembled from
-    bags, not re-tokenized), and everything when no function changed at all (the
-    relations phase of an update only moves related sets).
+    The corpus is kept per file (`_FileRows`: each file's rows of each kind, with their cards,
+    tokens and term bags) and laid out as blocks of those rows (`_Layout`). A rebuild after a
+    one-file edit recomputes that file's rows (reusing the card, tokens and bags of every
+    function of it whose text is the same, so BM25 is reassembled from bags, not re-tokenized)
+    and splices them into the previous corpus's joined bags, rows, paths and names: a few
+    concatenations, whatever the number of files (docs/decisions.md). The rows keep the order
+    a corpus built from scratch has, so the ranking is the same. When no file changed at all
+    (the relations phase of an update only moves related sets) everything is reused.
     """
 
-    definitions: list[Definition | None]
-    cards: list[str]
-    docs: list[str]  # each row's doc comment when it sits above the code ("" when inside or none)
-    tokens: list[list[str]]
-    bags: list[TermBag]
+    fragments: list[Fragment]
+    _layout: _Layout
     lexical: LexicalIndex
     vocabulary: TermNumbering
-    name_bags: list[TermBag]
     names: LexicalIndex  # BM25 over `name_field`, with its own vocabulary
     name_vocabulary: TermNumbering
-    _files: dict[str, _FileUnits]
+    _files: dict[str, _FileRows]
 
     def __init__(self, index: RepoIndex | IndexSnapshot, previous: FunctionCorpus | None = None) -> None:
         from prism_code.index import IndexSnapshot
 
         self.generation = index.generation
         parsed = index.parsed if isinstance(index, IndexSnapshot) else index.graph.parsed
-        functions = index.functions()
-        self._files = _file_units(parsed, index.lines, functions, previous._files if previous is not None else {})
-        types = sorted((t for units in self._files.values() for t in units.types), key=lambda t: t.key)
-        whole_files = [units.whole for _, units in sorted(self._files.items()) if units.whole is not None]
-        self.fragments: list[Fragment] = functions + types + whole_files
-        self.code = [self._files[f.path].code[f.key] for f in self.fragments]
-        self.docs = [self._files[f.path].docs[f.key] for f in self.fragments]
-        definitions = _Definitions(parsed)
-        same_functions = (previous is not None and previous.code == self.code and previous.docs == self.docs
-                          and [f.key for f in previous.fragments] == [f.key for f in self.fragments])
-        if previous is not None and same_functions:
-            self.definitions, self.cards, self.lexical = previous.definitions, previous.cards, previous.lexical
-            self.tokens, self.bags, self.vocabulary = previous.tokens, previous.bags, previous.vocabulary
-            self.name_bags, self.names, self.name_vocabulary = previous.name_bags, previous.names, \
-                previous.name_vocabulary
+        reuse = None if previous is None or previous.vocabulary_outgrown() else previous
+        self.vocabulary = TermNumbering() if reuse is None else reuse.vocabulary
+        self.name_vocabulary = TermNumbering() if reuse is None else reuse.name_vocabulary
+        # Units (text) outlive a fresh vocabulary; rows (bags) are of the vocabulary they were made with.
+        kept_units = {path: rows.units for path, rows in previous._files.items()} if previous is not None else {}
+        kept_rows = reuse._files if reuse is not None else {}
+        self._files = {}
+        for path, units in _file_units(parsed, index.lines, index.fragments, kept_units).items():
+            kept = kept_rows.get(path)
+            if kept is None or kept.units is not units:
+                kept = _FileRows.of(units, kept, self.vocabulary, self.name_vocabulary)
+            self._files[path] = kept
+        if reuse is not None and reuse._files.keys() == self._files.keys() and all(
+                rows is reuse._files[path] for path, rows in self._files.items()):
+            self._layout, self.fragments, self.lexical, self.names = \
+                reuse._layout, reuse.fragments, reuse.lexical, reuse.names
+            # The same rows: the same columns, paths, names and vector-cache keys (cached properties' values).
+            self.__dict__.update({k: reuse.__dict__[k] for k in (*_Layout.COLUMNS, "_text_keys")
+                                  if k in reuse.__dict__})
         else:
-            reuse = None if previous is None or previous.vocabulary_outgrown() else previous
-            known = {} if reuse is None else reuse._by_key()
-            self.vocabulary = TermNumbering() if reuse is None else reuse.vocabulary
-            self.name_vocabulary = TermNumbering() if reuse is None else reuse.name_vocabulary
-            self.definitions, self.cards, self.tokens, self.bags, self.name_bags = [], [], [], [], []
-            callees: dict[str, dict[str, list[str]]] = {}  # path -> caller -> names, for changed files only
-            for f, text, doc in zip(self.fragments, self.code, self.docs):
-                reused = known.get(f.key)
-                if reused is None or reused[0] != text or reused[6] != doc:
-                    definition = definitions.of(f)
-                    # The doc comment above a definition is searched twice: with the body, and
-                    # beside the name, as the summary of what the function is for (decisions.md).
-                    tokens = code_tokens(f"{text}\n{doc}")
-                    if f.path not in callees:
-                        callees[f.path] = callees_by_caller(parsed.get(f.path))
-                    named = name_field(f, definition, callees[f.path].get(f.qualname, [])) + code_tokens(doc)
-                    reused = (text, definition, card_text(f, definition), tokens, self.vocabulary.bag(tokens),
-                              self.name_vocabulary.bag(named), doc)
-                self.definitions.append(reused[1])
-                self.cards.append(reused[2])
-                self.tokens.append(reused[3])
-                self.bags.append(reused[4])
-                self.name_bags.append(reused[5])
-            self.lexical = LexicalIndex.from_bags(self.bags, self.vocabulary)
-            self.names = LexicalIndex.from_bags(self.name_bags, self.name_vocabulary)
+            self._layout = _Layout.of(_corpus_order(self._files.values()), reuse._layout if reuse else None)
+            self.fragments = self._layout.spliced(lambda b: b.fragments, reuse.fragments if reuse else None)
+            # The cached properties' values: every query reads them.
+            self.__dict__["unit_paths"] = tuple(self._layout.spliced(lambda b: b.paths,
+                                                                     reuse.unit_paths if reuse else None))
+            self.__dict__["unit_names"] = tuple(self._layout.spliced(lambda b: b.qualnames,
+                                                                     reuse.unit_names if reuse else None))
+            self.lexical = LexicalIndex.from_run(self._layout.lexical, self.vocabulary)
+            self.names = LexicalIndex.from_run(self._layout.names, self.name_vocabulary)
         # The index replaces its related-set mapping on update and never mutates a
         # published one, so keeping the reference keeps this generation's relations.
         self._related_rows = index.related
+
+    # Whole columns are joined when first read (dense search, tests): a lexical find reads the
+    # few rows it shows (`definition`, `row_tokens`), and joining five columns of every row cost
+    # a rebuild after an edit a fifth of its time.
+    @cached_property
+    def code(self) -> list[str]:
+        return self._layout.joined(lambda b: b.code)
+
+    @cached_property
+    def docs(self) -> list[str]:
+        return self._layout.joined(lambda b: b.docs)
+
+    @cached_property
+    def definitions(self) -> list[Definition | None]:
+        return self._layout.joined(lambda b: b.definitions)
+
+    @cached_property
+    def cards(self) -> list[str]:
+        return self._layout.joined(lambda b: b.cards)
+
+    @cached_property
+    def tokens(self) -> list[list[str]]:
+        return self._layout.joined(lambda b: b.tokens)
+
+    def same_texts(self, other: FunctionCorpus) -> bool:
+        """Whether `other` has the same rows with the same sources and cards (dense vectors read
+        for one serve the other), compared file by file."""
+        mine, theirs = self._layout.blocks, other._layout.blocks
+        return len(mine) == len(theirs) and all(
+            a is b or (a.code == b.code and a.cards == b.cards) for a, b in zip(mine, theirs))
 
     def text_keys(self, which: str) -> list[str]:
         """The vector-cache keys of every row's source (`code`) or card (`card`), hashed once."""
@@ -221,26 +245,19 @@ class FunctionCorpus:
         return tuple(f.qualname for f in self.fragments)
 
     def definition(self, i: int) -> Definition | None:
-        return self.definitions[i]
+        rows, k = self._layout.row(i)
+        return rows.definitions[k]
 
     def row_tokens(self, i: int) -> list[str]:
         """Row i's source tokens (a result's reason quotes them)."""
-        return self.tokens[i]
+        rows, k = self._layout.row(i)
+        return rows.tokens[k]
 
     def vocabulary_outgrown(self) -> bool:
         """True once edits have left the shared vocabulary mostly tokens no function
         has any more; the next corpus then starts a fresh one."""
         live = int(np.count_nonzero(np.diff(self.lexical.weights.indptr)))
         return len(self.vocabulary) > 2 * live + 10_000
-
-    def _by_key(self) -> dict[str, tuple[str, Definition | None, str, list[str], TermBag, TermBag, str]]:
-        """fragment key -> (source, definition, card, tokens, bag, name bag, doc above), reused by the
-        next corpus.
-
-        A function's name field comes from its own text (qualname, signature, the calls it
-        makes) and the doc comment above it, so the same text and comment give the same bags."""
-        return {f.key: row for f, row in zip(self.fragments, zip(
-            self.code, self.definitions, self.cards, self.tokens, self.bags, self.name_bags, self.docs))}
 
     @cached_property
     def related(self) -> sp.csr_matrix:
@@ -256,14 +273,15 @@ class FunctionCorpus:
 
 @dataclass(frozen=True)
 class _FileUnits:
-    """What one file gives the corpus: its type units, its file unit, and each unit's searched
-    text and doc comment above it. Kept from one corpus to the next while the file's parse and
-    lines are the same objects (the index replaces both when the file changes), so a rebuild
-    after a one-file edit recomputes one file, not the repository."""
+    """What one file gives the corpus: its functions, its type units, its file unit, and each
+    unit's searched text and doc comment above it. Kept from one corpus to the next while the
+    file's parse and lines are the same objects (the index replaces both when the file
+    changes), so a rebuild after a one-file edit recomputes one file, not the repository."""
 
     parsed: ParsedFile
     lines: list[str]
-    types: list[Fragment]
+    functions: list[Fragment]  # sorted by key
+    types: list[Fragment]  # sorted by key
     whole: Fragment | None  # the file's own unit when it defines nothing
     code: dict[str, str]  # unit key -> the text searched (a type's skeleton)
     docs: dict[str, str]  # unit key -> the doc comment above the definition ("" when none)
@@ -283,24 +301,210 @@ class _FileUnits:
         # changes what is searched.
         docs = {key: doc_above(definitions.of(f), code[key])
                 for f in [*functions, *types, *([whole] if whole is not None else [])] for key in [f.key]}
-        return cls(pf, lines, types, whole, code, docs)
+        return cls(pf, lines, functions, types, whole, code, docs)
 
 
-def _file_units(parsed: Mapping[str, ParsedFile], lines: Mapping[str, list[str]], functions: list[Fragment],
-                previous: Mapping[str, _FileUnits]) -> dict[str, _FileUnits]:
-    by_path: dict[str, list[Fragment]] = {}
-    for f in functions:
-        by_path.setdefault(f.path, []).append(f)
+def _file_units(parsed: Mapping[str, ParsedFile], lines: Mapping[str, list[str]],
+                fragments: Mapping[str, Fragment], previous: Mapping[str, _FileUnits]) -> dict[str, _FileUnits]:
+    """Every parsed file's units, kept from `previous` where the file's parse and lines are the
+    same objects. A file's function fragments are looked up by its function definitions' keys,
+    as the index makes them (fragments.file_fragments): work in proportion to the file."""
     out = {}
-    # A function's file is always parsed; an empty parse stands in should one not be.
-    files = {**{path: ParsedFile(path, "") for path in by_path}, **parsed}
-    for path, pf in files.items():
+    for path, pf in parsed.items():
         text = lines.get(path, [])
         kept = previous.get(path)
         if kept is None or kept.parsed is not pf or kept.lines is not text:
-            kept = _FileUnits.of(pf, text, by_path.get(path, []))
+            keys = sorted({function_key(path, d.qualname) for d in pf.definitions if is_function(d)})
+            kept = _FileUnits.of(pf, text, [fragments[k] for k in keys if k in fragments])
         out[path] = kept
     return out
+
+
+# One row of the corpus as a rebuild reuses it: (source, doc above, definition, card, tokens,
+# bag, name bag).
+_Row = tuple[str, str, Definition | None, str, list[str], TermBag, TermBag]
+
+
+@dataclass(frozen=True)
+class _Rows:
+    """One file's corpus rows of one kind (its functions, its types or its file unit), which
+    the corpus holds one after the other; `order` is what the corpus sorts them by, and the bags
+    are joined once here, so the corpus's BM25 matrices are one concatenation per file."""
+
+    fragments: list[Fragment]
+    order: list[str]
+    code: list[str]
+    docs: list[str]
+    definitions: list[Definition | None]
+    cards: list[str]
+    tokens: list[list[str]]
+    bags: list[TermBag]
+    name_bags: list[TermBag]
+    paths: tuple[str, ...]
+    qualnames: tuple[str, ...]
+
+    # A block's bags are joined when it is spliced into a corpus that already has the others'
+    # (after an edit): a first corpus joins every row's bags at once.
+    @cached_property
+    def lexical(self) -> BagRun:
+        return BagRun.of(self.bags)
+
+    @cached_property
+    def names(self) -> BagRun:
+        return BagRun.of(self.name_bags)
+
+    @classmethod
+    def of(cls, fragments: list[Fragment], order: list[str], rows: Sequence[_Row]) -> _Rows:
+        if not rows:  # most files have no type or no file unit: one shared empty block
+            return _NO_ROWS
+        bags, name_bags = [r[5] for r in rows], [r[6] for r in rows]
+        return cls(fragments, order, [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows],
+                   [r[3] for r in rows], [r[4] for r in rows], bags, name_bags,
+                   tuple(f.path for f in fragments), tuple(f.qualname for f in fragments))
+
+    def rows(self) -> list[_Row]:
+        return list(zip(self.code, self.docs, self.definitions, self.cards, self.tokens, self.bags, self.name_bags))
+
+    def part(self, start: int, stop: int) -> _Rows:
+        return _Rows.of(self.fragments[start:stop], self.order[start:stop], self.rows()[start:stop])
+
+
+_NO_ROWS = _Rows([], [], [], [], [], [], [], [], [], (), ())
+
+
+@dataclass(frozen=True)
+class _FileRows:
+    """One file's rows, made with the corpus's vocabularies; kept while its units are."""
+
+    units: _FileUnits
+    kinds: tuple[_Rows, _Rows, _Rows]  # functions, types, the file unit: the corpus's three blocks
+
+    @classmethod
+    def of(cls, units: _FileUnits, previous: _FileRows | None, vocabulary: TermNumbering,
+           name_vocabulary: TermNumbering) -> _FileRows:
+        """The file's rows, each unit whose text and doc comment are as in `previous` reusing
+        its row (made with the same vocabularies)."""
+        known: dict[str, _Row] = {}
+        for rows in previous.kinds if previous is not None else ():
+            known.update(zip((f.key for f in rows.fragments), rows.rows()))
+        pf = units.parsed
+        definitions = _Definitions({pf.path: pf})
+        callees: dict[str, list[str]] | None = None
+
+        def row(f: Fragment) -> _Row:
+            nonlocal callees
+            text, doc = units.code[f.key], units.docs[f.key]
+            reused = known.get(f.key)
+            if reused is not None and reused[0] == text and reused[1] == doc:
+                return reused
+            definition = definitions.of(f)
+            # The doc comment above a definition is searched twice: with the body, and
+            # beside the name, as the summary of what the function is for (decisions.md).
+            tokens = code_tokens(f"{text}\n{doc}")
+            if callees is None:
+                callees = callees_by_caller(pf)
+            named = name_field(f, definition, callees.get(f.qualname, [])) + code_tokens(doc)
+            return (text, doc, definition, card_text(f, definition), tokens, vocabulary.bag(tokens),
+                    name_vocabulary.bag(named))
+
+        whole = [units.whole] if units.whole is not None else []
+        functions, types = units.functions, units.types
+        return cls(units, (_Rows.of(functions, [f.key for f in functions], [row(f) for f in functions]),
+                           _Rows.of(types, [f.key for f in types], [row(f) for f in types]),
+                           _Rows.of(whole, [f.path for f in whole], [row(f) for f in whole])))
+
+
+def _corpus_order(files: Iterable[_FileRows]) -> list[_Rows]:
+    """The corpus's rows as stretches of files' rows, in the order a corpus has always had:
+    every function by key, then every type by key, then every file unit by path."""
+    files = list(files)
+    return [rows for kind in range(3) for rows in _in_order([f.kinds[kind] for f in files])]
+
+
+def _in_order(blocks: list[_Rows]) -> list[_Rows]:
+    """The rows of `blocks` (each sorted by its `order`) in `order` across blocks: each block
+    whole, one after the other, unless two blocks' ranges interleave (a path that is another's
+    followed by '#'), whose rows are then merged one by one."""
+    present = sorted((b for b in blocks if b.order), key=lambda b: b.order[0])
+    if all(a.order[-1] < b.order[0] for a, b in zip(present, present[1:])):
+        return present
+    runs: list[tuple[int, int, int]] = []  # (block, start, stop)
+    for _, n, i in heapq.merge(*[[(key, n, i) for i, key in enumerate(b.order)] for n, b in enumerate(present)]):
+        if runs and runs[-1][0] == n and runs[-1][2] == i:
+            runs[-1] = (n, runs[-1][1], i + 1)
+        else:
+            runs.append((n, i, i + 1))
+    return [present[n].part(start, stop) for n, start, stop in runs]
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """The corpus's rows as its blocks (each file's rows of one kind) in order, the row each
+    block starts at, and every row's term bags joined. The bags of a corpus rebuilt after an
+    edit are the previous corpus's, cut around the blocks that changed or moved, joined with
+    those blocks' own: a few concatenations of arrays, not one per file."""
+
+    COLUMNS: ClassVar[tuple[str, ...]] = ("code", "docs", "definitions", "cards", "tokens", "unit_paths", "unit_names")
+
+    blocks: list[_Rows]
+    starts: list[int]  # the row each block starts at; the number of rows last
+    # The rows again, as stretches (start, stop) of the previous layout's rows and blocks of their own.
+    pieces: list[tuple[int, int] | _Rows]
+    lexical: BagRun
+    names: BagRun
+
+    @classmethod
+    def of(cls, blocks: list[_Rows], previous: _Layout | None) -> _Layout:
+        starts = [0, *accumulate(len(b.order) for b in blocks)]
+        at = {id(b): k for k, b in enumerate(previous.blocks)} if previous is not None else {}
+        # Consecutive blocks that were consecutive in the previous layout become one stretch of
+        # its rows; any other block (a file that changed, one that moved) stands alone.
+        pieces: list[tuple[int, int] | _Rows] = []
+        for block in blocks:
+            k = at.get(id(block))  # the previous blocks are alive: an id there is theirs
+            before = pieces[-1] if pieces else None
+            if k is None:
+                pieces.append(block)
+            elif isinstance(before, tuple) and before[1] == k:
+                pieces[-1] = (before[0], k + 1)
+            else:
+                pieces.append((k, k + 1))
+
+        if previous is None:
+            return cls(blocks, starts, pieces, BagRun.of(list(chain.from_iterable([b.bags for b in blocks]))),
+                       BagRun.of(list(chain.from_iterable([b.name_bags for b in blocks]))))
+        pieces = [p if isinstance(p, _Rows) else (previous.starts[p[0]], previous.starts[p[1]]) for p in pieces]
+        lexical: list[BagRun] = []
+        names: list[BagRun] = []
+        for piece in pieces:
+            if isinstance(piece, _Rows):
+                lexical.append(piece.lexical)
+                names.append(piece.names)
+            else:
+                lexical.append(previous.lexical.part(*piece))
+                names.append(previous.names.part(*piece))
+        return cls(blocks, starts, pieces, BagRun.joined(lexical), BagRun.joined(names))
+
+    def spliced(self, column: Callable[[_Rows], Sequence[T]], previous: Sequence[T] | None) -> list[T]:
+        """One column of the corpus from the previous corpus's (`previous`, of the previous
+        layout's rows) and the blocks of their own."""
+        parts: list[Sequence[T]] = []
+        for piece in self.pieces:
+            if isinstance(piece, _Rows):
+                parts.append(column(piece))
+            else:
+                assert previous is not None
+                parts.append(previous[piece[0]:piece[1]])
+        return list(chain.from_iterable(parts))
+
+    def joined(self, column: Callable[[_Rows], Sequence[T]]) -> list[T]:
+        """One column of the corpus: every block's, joined."""
+        return list(chain.from_iterable([column(b) for b in self.blocks]))
+
+    def row(self, i: int) -> tuple[_Rows, int]:
+        """Row i's block and its place there."""
+        k = bisect_right(self.starts, i) - 1
+        return self.blocks[k], i - self.starts[k]
 
 
 class _Definitions:
@@ -343,7 +547,7 @@ class FunctionSearch:
             previous = self._corpus
             # Built from a snapshot: readers of the index need not wait for this.
             self._corpus = FunctionCorpus(self.index.snapshot(), previous)
-            if previous is None or previous.code != self._corpus.code or previous.cards != self._corpus.cards:
+            if previous is None or not self._corpus.same_texts(previous):
                 self._vectors, self._missing_seen = {}, {}
         return self._corpus
 

@@ -162,14 +162,14 @@ class RankingSignals:
 
     shift: np.ndarray
     paths: Sequence[str]
-    path_matches: dict[str, list[str]]  # path -> the query words its path carries
-    auxiliary: dict[str, bool]  # path -> ranked down as test, example or vendored code
+    path_matches: dict[str, list[str]]  # path -> the query words its path carries (paths with some only)
+    auxiliary: dict[str, bool]  # the paths ranked down as test, example or vendored code, each True
     names: dict[int, tuple[str, str]]  # function -> (the symbol it defines, the name it is mentioned by)
 
     def of(self, i: int) -> Signals | None:
         path = self.paths[i]
         defines, mentioned = self.names.get(i, ("", ""))
-        matched, auxiliary = self.path_matches[path], self.auxiliary[path]
+        matched, auxiliary = self.path_matches.get(path, []), self.auxiliary.get(path, False)
         if not (self.shift[i] or defines or matched or auxiliary):
             return None
         return Signals(defines, mentioned, matched, auxiliary, float(self.shift[i]))
@@ -246,14 +246,51 @@ def mention_share(qualname: str, path: str, mentions: tuple[tuple[str, ...], ...
     return best
 
 
+@dataclass(frozen=True)
+class FileWords:
+    """What the path signals read of a corpus's files: worked out once per list of files, which
+    an edit inside a file leaves as it was."""
+
+    files: list[str]  # each file once, in the order of its first unit
+    position: dict[str, int]  # a file -> its place in `files`
+    words: frozenset[str]  # every path word
+    by_initial: dict[str, tuple[str, ...]]  # the path words by their first letter
+    holders: dict[str, tuple[int, ...]]  # a path word -> the files (positions) whose path has it
+    auxiliary: dict[str, bool]  # the auxiliary files (test, example, vendored...), each True
+    auxiliary_mask: np.ndarray  # bool, per file
+
+    @classmethod
+    def of(cls, files: tuple[str, ...]) -> FileWords:
+        holders: dict[str, list[int]] = {}
+        for k, path in enumerate(files):
+            for word in path_words(path):
+                holders.setdefault(word, []).append(k)
+        by_initial: dict[str, list[str]] = {}
+        for word in sorted(holders):
+            by_initial.setdefault(word[:1], []).append(word)
+        mask = np.fromiter(map(is_auxiliary, files), dtype=bool, count=len(files))
+        return cls(list(files), {path: k for k, path in enumerate(files)}, frozenset(holders),
+                   {i: tuple(w) for i, w in by_initial.items()}, {w: tuple(k) for w, k in holders.items()},
+                   {files[k]: True for k in np.flatnonzero(mask)}, mask)
+
+
 @lru_cache(maxsize=8)
+def file_words(files: tuple[str, ...]) -> FileWords:
+    return FileWords.of(files)
+
+
+@lru_cache(maxsize=8)
+def file_table(paths: tuple[str, ...]) -> tuple[FileWords, np.ndarray]:
+    """The corpus's files and each unit's file's position among them (once per corpus: every
+    query reads them)."""
+    table = file_words(tuple(dict.fromkeys(paths)))
+    return table, np.fromiter(map(table.position.__getitem__, paths), dtype=np.int64, count=len(paths))
+
+
 def file_positions(paths: tuple[str, ...]) -> tuple[list[str], np.ndarray, frozenset[str]]:
-    """(each file once, each unit's file's position among them, every path word), worked out
-    once per corpus: every query reads them."""
-    files = list(dict.fromkeys(paths))
-    position = {path: k for k, path in enumerate(files)}
-    ids = np.fromiter((position[p] for p in paths), dtype=np.int64, count=len(paths))
-    return files, ids, frozenset().union(*(path_words(p) for p in files))
+    """(each file once, each unit's file's position among them, every path word)."""
+    table, ids = file_table(paths)
+    return table.files, ids, table.words
 
 
 @lru_cache(maxsize=1 << 16)
@@ -272,14 +309,22 @@ def ranking_signals(query: str, qualnames: Sequence[str], paths: Sequence[str], 
     mentioned_last = {parts[-1] for parts in mentions}
     exact = QUALIFIER.split(query.strip())[-1]
     keep_auxiliary = bool(terms & ASKS_FOR_AUXILIARY)
-    files, ids, vocabulary = file_positions(tuple(paths))
-    # The path words each query word names, looked up once in every file's words.
-    named = {t: frozenset(w for w in vocabulary if w == t or loosely_matches(t, w)) for t in terms}
-    path_matches = {path: sorted(t for t in terms if not named[t].isdisjoint(path_words(path)))
-                    for path in files}
-    auxiliary = {path: not keep_auxiliary and is_auxiliary(path) for path in files}
-    by_path = np.array([_path_value(len(path_matches[p]), len(terms)) for p in files], dtype=np.float64)
-    penalty = np.array([AUXILIARY_PATH_PENALTY if auxiliary[p] else 0.0 for p in files], dtype=np.float64)
+    table, ids = file_table(tuple(paths))
+    files = table.files
+    # The files whose path words each query word names (only path words with its first letter
+    # can match it): worked out per word, never per file, since most files match none.
+    matched: dict[int, list[str]] = {}
+    for t in sorted(terms):
+        named = [w for w in table.by_initial.get(t[:1], ()) if w == t or loosely_matches(t, w)]
+        for k in sorted(set().union(*(table.holders[w] for w in named))):
+            matched.setdefault(k, []).append(t)
+    path_matches = {files[k]: words for k, words in matched.items()}
+    auxiliary = {} if keep_auxiliary else table.auxiliary
+    by_path = np.zeros(len(files), dtype=np.float64)  # a path matching no word adds nothing
+    for k, words in matched.items():
+        by_path[k] = _path_value(len(words), len(terms))
+    penalty = np.where(table.auxiliary_mask, AUXILIARY_PATH_PENALTY, 0.0) if not keep_auxiliary \
+        else np.zeros(len(files), dtype=np.float64)
     value = by_path[ids]
     names: dict[int, tuple[str, str]] = {}
     wanted = ({spelled[-1]} if spelled else set()) | mentioned_last
