@@ -31,6 +31,13 @@ textconv, core.pager, core.editor, hooks in .git/hooks. core.sshCommand, credent
 helpers, core.askPass and protocol.* serve the network, which ls-files does not touch.
 core.untrackedCache stays: it caches directory listings and runs nothing. A config
 `include.path` naming a FIFO would block git: GIT_TIMEOUT_S then ends it and the scan walks.
+
+git is not started at all for a folder where its discovery cannot find a repository: no
+`.git` (directory, or file of a linked work tree) and no `HEAD` (a bare repository's, which
+lists nothing anyway) in the folder or any folder above it. Discovery needs one of them now
+that GIT_DIR is dropped, so the scan walks exactly as when git fails, without the 3-4 ms
+a failing `git ls-files` costs every update (issue #29). The check is made on each call:
+a `git init` between two updates is seen at the next one.
 """
 
 from __future__ import annotations
@@ -63,6 +70,9 @@ def git_listing(root: Path) -> tuple[set[str], set[str]] | None:
     Two listings rather than one so a tracked file deleted from disk can be told apart from
     a file that vanished mid-scan.
     """
+    if not may_be_in_repository(root):
+        log.debug("no .git in or above %s; walking it", root)
+        return None
     tracked = run_git(root, ["ls-files", "-z", "--cached"])
     if tracked is None:
         return None
@@ -70,6 +80,30 @@ def git_listing(root: Path) -> tuple[set[str], set[str]] | None:
     if untracked is None:
         return None
     return _split_z(tracked), _split_z(untracked)
+
+
+# What git's discovery looks for in the folder and each one above it (setup.c): `.git` (a
+# directory, or a file naming one) or a bare repository's own `HEAD`.
+_DISCOVERY_MARKERS = (".git", "HEAD")
+
+
+def may_be_in_repository(root: Path) -> bool:
+    """False only when git could not find a repository for `root`: no discovery marker in it
+    or in any folder above it. Errors other than absence say True: git then decides."""
+    folder = os.path.abspath(root)
+    while True:
+        for marker in _DISCOVERY_MARKERS:
+            try:
+                os.lstat(os.path.join(folder, marker))
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            except OSError:
+                pass  # cannot tell: git decides
+            return True
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return False
+        folder = parent
 
 
 def _split_z(out: bytes) -> set[str]:

@@ -195,6 +195,7 @@ class _Stored:
     fragments: dict[str, Fragment]
     related: RelatedSets
     dirty: Dirty
+    states: dict[str, FileState]
 
 
 class RepoIndex:
@@ -225,6 +226,10 @@ class RepoIndex:
         self._dirty = Dirty()  # the relation work owed, as the store records it
         self._overlays: dict[str, str] = {}  # path -> unsaved editor text, replaced whole
         self._token = ""  # the store's generation token this process last read or wrote
+        # The files' stored states, as of `_token`: read with the rest of the store and kept in
+        # step with every write of the files table, so an update does not read them again
+        # (~2 ms on 600 files, issue #29). Replaced whole, never changed in place.
+        self._states: dict[str, FileState] = {}
         try:
             self._reload()
         except sqlite3.DatabaseError as exc:
@@ -248,6 +253,7 @@ class RepoIndex:
             self.function_count = _count_functions(stored.fragments.values())
             self._keys_by_path = _keys_by_path(stored.fragments.values())
             self._dirty = stored.dirty
+            self._states = stored.states
             self._token = stored.token
             self.generation += 1
 
@@ -261,9 +267,10 @@ class RepoIndex:
             fragments = {f.key: f for f in self.store.load_fragments()}
             related = self.store.load_relations()
             dirty = Dirty(*self.store.dirty())
+            states = self.store.file_states()
         graph = CodeGraph()
         graph.update(parsed)
-        return _Stored(token, graph, lines, fragments, related, dirty)
+        return _Stored(token, graph, lines, fragments, related, dirty, states)
 
     def refresh(self) -> bool:
         """Catch up with what another process committed to the store since this one last
@@ -435,7 +442,7 @@ class RepoIndex:
                 opened: Sequence[str] = (), sink: ParsedSink | None = None) -> IndexSummary:
         report = progress or (lambda stage, done, total: None)
         summary = IndexSummary()
-        states = self.store.file_states()
+        states = self._states  # what the store holds: another process's commit reloaded it
         outdated = self.store.meta("parser_version") != str(PARSER_VERSION)
         if outdated:
             # No stored parse can be trusted: every file reads as changed, once.
@@ -475,6 +482,7 @@ class RepoIndex:
             with self.store.transaction():
                 for path, state in diff.touched.items():
                     self.store.touch_file(path, state)
+            self._states = {**self._states, **diff.touched}
         if outdated:
             with self.store.transaction():
                 self.store.set_meta("parser_version", str(PARSER_VERSION))
@@ -573,6 +581,11 @@ class RepoIndex:
                          # rows of the changed fragments holding it carry them (phase 2).
                          nodes=set() if everything else touched - graph.last_leaf_only)
             report("graph", 1, 1)
+            states = dict(self._states)
+            for path in removed:
+                states.pop(path, None)
+            for item, _, pf in parsed:
+                states[pf.path] = item.state  # as put_file below
             with self.store.transaction():
                 token = self.store.advance_generation(self._token)
                 for path in removed:
@@ -597,6 +610,7 @@ class RepoIndex:
             self.lines, self.fragments, self.related = lines, fragments, related
             self.function_count = function_count
             self._keys_by_path = keys_by_path
+            self._states = states
             self._dirty = self._dirty.merged(owed)
             self._token = token
             self.generation += 1

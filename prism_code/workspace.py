@@ -379,20 +379,21 @@ class _Scanner:
         except OSError as exc:
             self._skip(rel, _unreadable(exc))
             return None
-        if stat.S_ISLNK(st.st_mode):
-            self._skip(rel, self._symlink_reason(Path(path)))
-            return None
-        if stat.S_ISDIR(st.st_mode):
-            self._skip(rel, "git submodule (not indexed)")
-            return None
         if not stat.S_ISREG(st.st_mode):
-            # FIFOs and devices: opening one could block forever.
-            self._skip(rel, "not a regular file")
+            # The three kinds are exclusive: a regular file, the common case, is one test.
+            if stat.S_ISLNK(st.st_mode):
+                self._skip(rel, self._symlink_reason(Path(path)))
+            elif stat.S_ISDIR(st.st_mode):
+                self._skip(rel, "git submodule (not indexed)")
+            else:
+                # FIFOs and devices: opening one could block forever.
+                self._skip(rel, "not a regular file")
             return None
         if st.st_size > self.max_file_bytes:
             self._skip(rel, f"too large ({_human(st.st_size)} > {_human(self.max_file_bytes)})")
             return None
-        if rel.rsplit("/", 1)[-1].lower().endswith(MINIFIED_SUFFIXES):
+        # On the whole path, not its last part: no suffix holds a "/", so that is the same test.
+        if rel.lower().endswith(MINIFIED_SUFFIXES):
             self._skip(rel, "minified")
             return None
         scanned = ScannedFile(rel, st.st_size, st.st_mtime_ns, (st.st_dev, st.st_ino))

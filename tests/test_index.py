@@ -371,3 +371,35 @@ def test_an_index_parsed_by_an_older_parser_is_parsed_again_once(repo, tmp_path,
         assert index.update().changed == 0  # and only once
     finally:
         index.close()
+
+
+def test_updates_in_a_row_see_every_disk_change_and_another_process_s(repo, tmp_path):
+    # The stored file states are kept in memory between updates: each later update must
+    # still see what changed on disk since the one before, and what another process stored.
+    index = RepoIndex(repo, cache_dir=tmp_path / "cache")
+    index.update()
+    b, a = repo / "pkg" / "b.py", repo / "pkg" / "a.py"
+    same_size = b.read_text().replace("def helper(v):", "def hel_er(v):")
+    b.write_text(same_size)
+    bump_mtime(b)
+    first = index.update()
+    assert (first.added, first.changed, first.removed) == (0, 1, 0)
+    assert "pkg/b.py#hel_er" in index.fragments
+    # A touch: read again, same content, nothing parsed; the update after reads nothing.
+    bump_mtime(a)
+    touched = index.update()
+    assert (touched.added, touched.changed, touched.removed) == (0, 0, 0)
+    (repo / "pkg" / "d.py").write_text("def fresh():\n    return 1\n")
+    b.unlink()
+    second = index.update()
+    assert (second.added, second.changed, second.removed) == (1, 0, 1)
+    # Another process (the command line beside the editor) indexes an edit first.
+    a.write_text(a.read_text() + "\n\ndef other_process():\n    return 2\n")
+    other = RepoIndex(repo, cache_dir=tmp_path / "cache")
+    assert other.update().changed == 1
+    other.close()
+    after_other = index.update()
+    assert (after_other.added, after_other.changed, after_other.removed) == (0, 0, 0)
+    assert "pkg/a.py#other_process" in index.fragments
+    assert snapshot(index) == fresh_snapshot(repo, tmp_path / "fresh")
+    index.close()

@@ -27,6 +27,7 @@ from prism_code.cancel import Cancelled
 from prism_code.index import RepoIndex
 from prism_code.store.database import workspace_db_path
 from prism_code.store.errors import IndexBusy
+from prism_code.store.file_lock import FileLock
 from prism_code.store.packing import unpacked
 from prism_code.tasks.find_function import FunctionSearch
 
@@ -455,3 +456,35 @@ def test_a_read_only_cache_directory_is_a_clear_error(tmp_path):
         cache.chmod(0o700)
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert "prism-code: error:" in out.stderr and str(cache) in out.stderr
+
+
+# Holds a FileLock, as another prism-code process's update does, until its stdin closes.
+HOLD_FILE_LOCK = """
+import sys
+from pathlib import Path
+from prism_code.store.file_lock import FileLock
+with FileLock(Path(sys.argv[1]), "writing this index").held():
+    print("held", flush=True)
+    sys.stdin.read()
+"""
+
+
+def test_the_lock_names_its_holder_across_processes_and_repeated_updates(tmp_path):
+    # The pid in the lock file is what a waiting writer's message names; a process taking
+    # the lock again does not rewrite it when it already names that process.
+    path = tmp_path / "index.lock"
+    mine = FileLock(path, "writing this index")
+    for _ in range(2):
+        with mine.held():
+            assert path.read_text() == f"{os.getpid()}\n"
+    other = subprocess.Popen([sys.executable, "-c", HOLD_FILE_LOCK, str(path)], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, cwd=Path(__file__).parent.parent)
+    try:
+        assert other.stdout.readline() == b"held\n"
+        with pytest.raises(IndexBusy, match=f"process {other.pid} has been writing this index"):
+            with FileLock(path, "writing this index").held(timeout=0.05):
+                pass
+    finally:
+        other.communicate(timeout=30)
+    with mine.held():
+        assert path.read_text() == f"{os.getpid()}\n"

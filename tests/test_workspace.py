@@ -197,6 +197,34 @@ def test_workspace_ignored_by_enclosing_repo_is_walked(tmp_path: Path) -> None:
     assert paths(result) == ["main.py"]
 
 
+@needs_git
+def test_git_runs_only_where_it_can_find_a_repository(tmp_path: Path, monkeypatch) -> None:
+    # A git on PATH that leaves a mark, then is the real one.
+    real = shutil.which("git")
+    assert real is not None
+    bin_dir, mark = tmp_path / "bin", tmp_path / "git-ran"
+    bin_dir.mkdir()
+    fake = bin_dir / "git"
+    fake.write_text(f'#!/bin/sh\necho ran >> "{mark}"\nexec "{real}" "$@"\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{Path(real).parent}")
+    project = tmp_path / "project"
+    write(project, ".gitignore", "gen.py\n")
+    write(project, "main.py")
+    write(project, "gen.py")
+
+    walked = scan(project)
+
+    assert not walked.used_git and not mark.exists()
+    assert paths(walked) == [".gitignore", "main.py"]
+    init_repo(project)  # between two scans: the next one lists by git
+    write(project, "pkg/late.py")
+    listed = scan(project / "pkg")
+
+    assert listed.used_git and mark.exists()
+    assert paths(listed) == ["late.py"]
+
+
 def test_user_excludes(tmp_path: Path, mode: str) -> None:
     prepare(tmp_path, mode)
     write(tmp_path, "src/a.py")
