@@ -172,3 +172,42 @@ def test_a_qualified_name_in_a_sentence_finds_the_definition_its_module_path_spe
     assert mentioned_names("absl::StrSplit and StrJoin for string splitting") == (("absl", "strsplit"),)
     assert mentioned_names("e.g. a short list of words here") == ()
     assert mentioned_names("std.fs.cwd") == ()  # a short query is read whole as a symbol
+
+
+_CLASS_BODY = ("    def fields(self):\n        return self.columns\n\n"
+               "    def dump(self, row):\n        return dict(row)\n")
+
+
+def _symbol_results(tmp_path: Path, files: dict[str, str], query: str) -> list[tuple[str, str, str]]:
+    root = tmp_path / "store"
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    index = RepoIndex(root, cache_dir=tmp_path / "cache")
+    index.update()
+    try:
+        return [(f.path, f.qualname, f.reason) for f in FunctionSearch(index, None).search(query, top=4)]
+    finally:
+        index.close()
+
+
+def test_a_symbol_defined_at_the_top_comes_before_one_nested_in_another(tmp_path: Path):
+    """"Schema" names the top-level class and the one nested in Repo: the top-level one first."""
+    nested = "class Repo:\n    class Schema:\n" + _CLASS_BODY.replace("\n    ", "\n        ").replace(
+        "    def", "        def", 1)
+    found = _symbol_results(tmp_path, {"store/repo/schema.py": nested,
+                                       "store/schema.py": "class Schema:\n" + _CLASS_BODY}, "Schema")
+    assert [(path, name) for path, name, _ in found[:2]] == [
+        ("store/schema.py", "Schema"), ("store/repo/schema.py", "Repo.Schema")]
+
+
+def test_a_symbol_defined_in_several_files_comes_first_from_the_file_named_after_it(tmp_path: Path):
+    """"Serializer" names a class in serializer.py and its twin in serializer_json.py, whose
+    body says "serializer" more: the file named after the symbol comes first."""
+    found = _symbol_results(tmp_path, {
+        "store/serializer_json.py": "class Serializer:\n    def to_json(self, serializer_value):\n"
+                                    "        return serializer_value.json()\n",
+        "store/serializer.py": "class Serializer:\n" + _CLASS_BODY}, "Serializer")
+    assert [(path, name) for path, name, _ in found[:2]] == [
+        ("store/serializer.py", "Serializer"), ("store/serializer_json.py", "Serializer")]
+    assert found[0][2].startswith("defines Serializer")
