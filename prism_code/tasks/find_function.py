@@ -8,14 +8,11 @@ answers alone, so search never waits for the embedding pass.
 
 from __future__ import annotations
 
-import heapq
 import time
-from bisect import bisect_right
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
-from itertools import accumulate, chain
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -33,12 +30,13 @@ from prism_code.fragments import (
 from prism_code.parse.model import Definition, ParsedFile
 from prism_code.retrieval.dense import Embedder, cosine_scores
 from prism_code.retrieval.fusion import SECTION_COMPONENTS, fuse, fusion_weights, reciprocal_rank_fusion
-from prism_code.retrieval.lexical import BagRun, LexicalIndex, TermBag, TermNumbering
+from prism_code.retrieval.lexical import LexicalIndex, TermNumbering
 from prism_code.retrieval.markup import plain_text
 from prism_code.retrieval.query_sections import split_sections
 from prism_code.retrieval.tokenize import code_tokens, query_tokens
 from prism_code.retrieval.type_units import skeleton
 from prism_code.tasks import find_ranking
+from prism_code.tasks.corpus_layout import Layout, Row, Rows, corpus_order
 from prism_code.tasks.find_ranking import (
     Signals,
     file_coherence,
@@ -142,7 +140,7 @@ class FunctionCorpus:
     """The searchable form of the index's functions; rebuilt when the index changes.
 
     The corpus is kept per file (`_FileRows`: each file's rows of each kind, with their cards,
-    tokens and term bags) and laid out as blocks of those rows (`_Layout`). A rebuild after a
+    tokens and term bags) and laid out as blocks of those rows (`Layout`). A rebuild after a
     one-file edit recomputes that file's rows (reusing the card, tokens and bags of every
     function of it whose text is the same, so BM25 is reassembled from bags, not re-tokenized)
     and splices them into the previous corpus's joined bags, rows, paths and names: a few
@@ -152,7 +150,7 @@ class FunctionCorpus:
     """
 
     fragments: list[Fragment]
-    _layout: _Layout
+    _layout: Layout
     lexical: LexicalIndex
     vocabulary: TermNumbering
     names: LexicalIndex  # BM25 over `name_field`, with its own vocabulary
@@ -181,10 +179,11 @@ class FunctionCorpus:
             self._layout, self.fragments, self.lexical, self.names = \
                 reuse._layout, reuse.fragments, reuse.lexical, reuse.names
             # The same rows: the same columns, paths, names and vector-cache keys (cached properties' values).
-            self.__dict__.update({k: reuse.__dict__[k] for k in (*_Layout.COLUMNS, "_text_keys")
+            self.__dict__.update({k: reuse.__dict__[k] for k in (*Layout.COLUMNS, "_text_keys")
                                   if k in reuse.__dict__})
         else:
-            self._layout = _Layout.of(_corpus_order(self._files.values()), reuse._layout if reuse else None)
+            blocks = corpus_order(f.kinds for f in self._files.values())
+            self._layout = Layout.of(blocks, reuse._layout if reuse else None)
             self.fragments = self._layout.spliced(lambda b: b.fragments, reuse.fragments if reuse else None)
             # The cached properties' values: every query reads them.
             self.__dict__["unit_paths"] = tuple(self._layout.spliced(lambda b: b.paths,
@@ -320,78 +319,26 @@ def _file_units(parsed: Mapping[str, ParsedFile], lines: Mapping[str, list[str]]
     return out
 
 
-# One row of the corpus as a rebuild reuses it: (source, doc above, definition, card, tokens,
-# bag, name bag).
-_Row = tuple[str, str, Definition | None, str, list[str], TermBag, TermBag]
-
-
-@dataclass(frozen=True)
-class _Rows:
-    """One file's corpus rows of one kind (its functions, its types or its file unit), which
-    the corpus holds one after the other; `order` is what the corpus sorts them by, and the bags
-    are joined once here, so the corpus's BM25 matrices are one concatenation per file."""
-
-    fragments: list[Fragment]
-    order: list[str]
-    code: list[str]
-    docs: list[str]
-    definitions: list[Definition | None]
-    cards: list[str]
-    tokens: list[list[str]]
-    bags: list[TermBag]
-    name_bags: list[TermBag]
-    paths: tuple[str, ...]
-    qualnames: tuple[str, ...]
-
-    # A block's bags are joined when it is spliced into a corpus that already has the others'
-    # (after an edit): a first corpus joins every row's bags at once.
-    @cached_property
-    def lexical(self) -> BagRun:
-        return BagRun.of(self.bags)
-
-    @cached_property
-    def names(self) -> BagRun:
-        return BagRun.of(self.name_bags)
-
-    @classmethod
-    def of(cls, fragments: list[Fragment], order: list[str], rows: Sequence[_Row]) -> _Rows:
-        if not rows:  # most files have no type or no file unit: one shared empty block
-            return _NO_ROWS
-        bags, name_bags = [r[5] for r in rows], [r[6] for r in rows]
-        return cls(fragments, order, [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows],
-                   [r[3] for r in rows], [r[4] for r in rows], bags, name_bags,
-                   tuple(f.path for f in fragments), tuple(f.qualname for f in fragments))
-
-    def rows(self) -> list[_Row]:
-        return list(zip(self.code, self.docs, self.definitions, self.cards, self.tokens, self.bags, self.name_bags))
-
-    def part(self, start: int, stop: int) -> _Rows:
-        return _Rows.of(self.fragments[start:stop], self.order[start:stop], self.rows()[start:stop])
-
-
-_NO_ROWS = _Rows([], [], [], [], [], [], [], [], [], (), ())
-
-
 @dataclass(frozen=True)
 class _FileRows:
     """One file's rows, made with the corpus's vocabularies; kept while its units are."""
 
     units: _FileUnits
-    kinds: tuple[_Rows, _Rows, _Rows]  # functions, types, the file unit: the corpus's three blocks
+    kinds: tuple[Rows, Rows, Rows]  # functions, types, the file unit: the corpus's three blocks
 
     @classmethod
     def of(cls, units: _FileUnits, previous: _FileRows | None, vocabulary: TermNumbering,
            name_vocabulary: TermNumbering) -> _FileRows:
         """The file's rows, each unit whose text and doc comment are as in `previous` reusing
         its row (made with the same vocabularies)."""
-        known: dict[str, _Row] = {}
+        known: dict[str, Row] = {}
         for rows in previous.kinds if previous is not None else ():
             known.update(zip((f.key for f in rows.fragments), rows.rows()))
         pf = units.parsed
         definitions = _Definitions({pf.path: pf})
         callees: dict[str, list[str]] | None = None
 
-        def row(f: Fragment) -> _Row:
+        def row(f: Fragment) -> Row:
             nonlocal callees
             text, doc = units.code[f.key], units.docs[f.key]
             reused = known.get(f.key)
@@ -409,102 +356,9 @@ class _FileRows:
 
         whole = [units.whole] if units.whole is not None else []
         functions, types = units.functions, units.types
-        return cls(units, (_Rows.of(functions, [f.key for f in functions], [row(f) for f in functions]),
-                           _Rows.of(types, [f.key for f in types], [row(f) for f in types]),
-                           _Rows.of(whole, [f.path for f in whole], [row(f) for f in whole])))
-
-
-def _corpus_order(files: Iterable[_FileRows]) -> list[_Rows]:
-    """The corpus's rows as stretches of files' rows, in the order a corpus has always had:
-    every function by key, then every type by key, then every file unit by path."""
-    files = list(files)
-    return [rows for kind in range(3) for rows in _in_order([f.kinds[kind] for f in files])]
-
-
-def _in_order(blocks: list[_Rows]) -> list[_Rows]:
-    """The rows of `blocks` (each sorted by its `order`) in `order` across blocks: each block
-    whole, one after the other, unless two blocks' ranges interleave (a path that is another's
-    followed by '#'), whose rows are then merged one by one."""
-    present = sorted((b for b in blocks if b.order), key=lambda b: b.order[0])
-    if all(a.order[-1] < b.order[0] for a, b in zip(present, present[1:])):
-        return present
-    runs: list[tuple[int, int, int]] = []  # (block, start, stop)
-    for _, n, i in heapq.merge(*[[(key, n, i) for i, key in enumerate(b.order)] for n, b in enumerate(present)]):
-        if runs and runs[-1][0] == n and runs[-1][2] == i:
-            runs[-1] = (n, runs[-1][1], i + 1)
-        else:
-            runs.append((n, i, i + 1))
-    return [present[n].part(start, stop) for n, start, stop in runs]
-
-
-@dataclass(frozen=True)
-class _Layout:
-    """The corpus's rows as its blocks (each file's rows of one kind) in order, the row each
-    block starts at, and every row's term bags joined. The bags of a corpus rebuilt after an
-    edit are the previous corpus's, cut around the blocks that changed or moved, joined with
-    those blocks' own: a few concatenations of arrays, not one per file."""
-
-    COLUMNS: ClassVar[tuple[str, ...]] = ("code", "docs", "definitions", "cards", "tokens", "unit_paths", "unit_names")
-
-    blocks: list[_Rows]
-    starts: list[int]  # the row each block starts at; the number of rows last
-    # The rows again, as stretches (start, stop) of the previous layout's rows and blocks of their own.
-    pieces: list[tuple[int, int] | _Rows]
-    lexical: BagRun
-    names: BagRun
-
-    @classmethod
-    def of(cls, blocks: list[_Rows], previous: _Layout | None) -> _Layout:
-        starts = [0, *accumulate(len(b.order) for b in blocks)]
-        at = {id(b): k for k, b in enumerate(previous.blocks)} if previous is not None else {}
-        # Consecutive blocks that were consecutive in the previous layout become one stretch of
-        # its rows; any other block (a file that changed, one that moved) stands alone.
-        pieces: list[tuple[int, int] | _Rows] = []
-        for block in blocks:
-            k = at.get(id(block))  # the previous blocks are alive: an id there is theirs
-            before = pieces[-1] if pieces else None
-            if k is None:
-                pieces.append(block)
-            elif isinstance(before, tuple) and before[1] == k:
-                pieces[-1] = (before[0], k + 1)
-            else:
-                pieces.append((k, k + 1))
-
-        if previous is None:
-            return cls(blocks, starts, pieces, BagRun.of(list(chain.from_iterable([b.bags for b in blocks]))),
-                       BagRun.of(list(chain.from_iterable([b.name_bags for b in blocks]))))
-        pieces = [p if isinstance(p, _Rows) else (previous.starts[p[0]], previous.starts[p[1]]) for p in pieces]
-        lexical: list[BagRun] = []
-        names: list[BagRun] = []
-        for piece in pieces:
-            if isinstance(piece, _Rows):
-                lexical.append(piece.lexical)
-                names.append(piece.names)
-            else:
-                lexical.append(previous.lexical.part(*piece))
-                names.append(previous.names.part(*piece))
-        return cls(blocks, starts, pieces, BagRun.joined(lexical), BagRun.joined(names))
-
-    def spliced(self, column: Callable[[_Rows], Sequence[T]], previous: Sequence[T] | None) -> list[T]:
-        """One column of the corpus from the previous corpus's (`previous`, of the previous
-        layout's rows) and the blocks of their own."""
-        parts: list[Sequence[T]] = []
-        for piece in self.pieces:
-            if isinstance(piece, _Rows):
-                parts.append(column(piece))
-            else:
-                assert previous is not None
-                parts.append(previous[piece[0]:piece[1]])
-        return list(chain.from_iterable(parts))
-
-    def joined(self, column: Callable[[_Rows], Sequence[T]]) -> list[T]:
-        """One column of the corpus: every block's, joined."""
-        return list(chain.from_iterable([column(b) for b in self.blocks]))
-
-    def row(self, i: int) -> tuple[_Rows, int]:
-        """Row i's block and its place there."""
-        k = bisect_right(self.starts, i) - 1
-        return self.blocks[k], i - self.starts[k]
+        return cls(units, (Rows.of(functions, [f.key for f in functions], [row(f) for f in functions]),
+                           Rows.of(types, [f.key for f in types], [row(f) for f in types]),
+                           Rows.of(whole, [f.path for f in whole], [row(f) for f in whole])))
 
 
 class _Definitions:
